@@ -1,0 +1,34 @@
+/* The control socket: a Unix stream socket per daemon (in its runtime
+ * directory) carrying length-prefixed protobuf-c messages: a u32 big-endian
+ * length, then a lockstep.ControlRequest; the reply the same way with a
+ * lockstep.ControlReply. One request per connection. lockstepctl and
+ * ops/cluster speak it. */
+#ifndef LOCKSTEP_CTL_H
+#define LOCKSTEP_CTL_H
+
+#include <ev.h>
+
+#include "lockstep.pb-c.h"
+
+#define CTL_MAX_MESSAGE (1u << 20)
+
+/* Fills `reply` (already initialised) for `req`. Strings and arrays the
+ * handler points the reply at must stay valid until it returns: the server
+ * packs the reply right after. */
+typedef void (*ctl_handler_fn)(void *ctx, const Lockstep__ControlRequest *req,
+			       Lockstep__ControlReply *reply);
+
+struct ctl_server;
+
+/* Listens on `path` (an old socket file there is removed first). */
+int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *path,
+		    ctl_handler_fn fn, void *ctx);
+/* Stops listening and removes the socket file; accepts NULL. */
+void ctl_server_close(struct ctl_server *s);
+
+/* Client: sends one request and waits up to timeout_ms for the reply, which
+ * the caller frees with lockstep__control_reply__free_unpacked(r, NULL). */
+int ctl_call(const char *path, const Lockstep__ControlRequest *req, Lockstep__ControlReply **reply,
+	     int timeout_ms);
+
+#endif

@@ -1,0 +1,93 @@
+/* The journal: an append-only, segmented log of MoldUDP64 message blocks.
+ *
+ * A journal is a directory of segment files named after the sequence number
+ * of their first record (`%020llu.seg`). Each segment starts with a 16-byte
+ * header (magic "LKSTJRN1", u64 LE first sequence number); each record is
+ *   u32 LE length of data | u64 LE sequence number | u64 LE term | data |
+ *   u32 LE CRC32C over the length, sequence number, term and data.
+ * Sequence numbers are contiguous across segments, starting at any number.
+ * Opening a journal scans every segment, builds the in-memory index from
+ * sequence number to (segment, offset), and cuts the tail at the first record
+ * that is torn or fails its CRC (later segments are removed: nothing after a
+ * bad record can be trusted). Nothing here logs: the open report says what was
+ * cut, and the caller logs it. */
+#ifndef LOCKSTEP_JOURNAL_H
+#define LOCKSTEP_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JOURNAL_MAX_RECORD 65535u
+
+enum journal_fsync {
+	JOURNAL_FSYNC_NONE, /* leave it to the page cache */
+	JOURNAL_FSYNC_INTERVAL, /* journal_tick() syncs at most every interval_ms */
+	JOURNAL_FSYNC_BATCH, /* journal_flush() syncs every batch */
+};
+
+struct journal_options {
+	uint64_t segment_bytes; /* roll to a new segment past this size; 0: 64 MiB */
+	enum journal_fsync fsync;
+	uint32_t interval_ms; /* for JOURNAL_FSYNC_INTERVAL; 0: 100 ms */
+	int read_only; /* open without cutting or writing (lockstep-replay verify) */
+};
+
+/* What journal_open found. */
+struct journal_report {
+	uint64_t records; /* good records kept */
+	uint64_t first_seq, last_seq; /* 0, 0 when empty */
+	uint64_t cut_bytes; /* bytes removed from the tail (torn or corrupt) */
+	uint64_t cut_segments; /* whole segments removed after a bad record */
+	uint64_t bad_seq; /* first sequence number not kept (0: nothing cut) */
+	uint64_t bad_offset; /* where the bad record started in its segment */
+	char bad_segment[64]; /* file name of that segment */
+	const char *bad_reason; /* "torn record", "crc mismatch", "sequence gap", ... */
+};
+
+struct journal;
+
+/* Opens (creating the directory when missing) a journal. In read_only mode a
+ * bad record is reported, not cut, and the index stops before it. Returns 0
+ * or a negative errno (-EBADMSG for a bad segment header in read_only). */
+int journal_open(struct journal **out, const char *dir, const struct journal_options *opt,
+		 struct journal_report *report);
+void journal_close(struct journal *j); /* flushes; accepts NULL */
+
+/* Appends one record at exactly seq == journal_next_seq() (or any seq when the
+ * journal is empty). -EINVAL for a wrong seq or len > JOURNAL_MAX_RECORD.
+ * Records are buffered; journal_flush() writes them (and syncs for BATCH). */
+int journal_append(struct journal *j, uint64_t seq, uint64_t term, const void *data, size_t len);
+int journal_flush(struct journal *j);
+/* Call from a timer: syncs under the INTERVAL policy when due. now_ms is any
+ * monotonic clock. */
+int journal_tick(struct journal *j, uint64_t now_ms);
+
+uint64_t journal_first_seq(const struct journal *j); /* 0 when empty */
+uint64_t journal_last_seq(const struct journal *j); /* 0 when empty */
+uint64_t journal_next_seq(const struct journal *j); /* last + 1, or first wanted */
+/* Term of the record at seq; 0 when absent. */
+uint64_t journal_term_at(const struct journal *j, uint64_t seq);
+
+/* Copies the record at seq into buf. Returns its length, -ENOENT when seq is
+ * outside the journal, -ENOSPC when cap is too small, -EIO on a read error. */
+int journal_read(struct journal *j, uint64_t seq, void *buf, size_t cap, uint64_t *term);
+
+/* Removes every record after `seq` (Raft: a divergent uncommitted tail).
+ * truncate_after(first_seq - 1) empties the journal. */
+int journal_truncate_after(struct journal *j, uint64_t seq);
+
+/* Sequential reader from any sequence number, reading segments with a
+ * buffered reader (no index lookup per record). */
+struct journal_iter;
+int journal_iter_open(struct journal_iter **out, struct journal *j, uint64_t from_seq);
+/* 1 and the next record (data valid until the next call), 0 at the end,
+ * negative on error. */
+int journal_iter_next(struct journal_iter *it, uint64_t *seq, uint64_t *term, const uint8_t **data,
+		      size_t *len);
+void journal_iter_close(struct journal_iter *it);
+
+/* Counts for statistics. */
+uint64_t journal_bytes(const struct journal *j);
+unsigned journal_segments(const struct journal *j);
+
+#endif

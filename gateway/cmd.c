@@ -1,0 +1,434 @@
+/* The command stream (gateway -> sequencer) and the tape watcher.
+ *
+ * Every command is journalled under its gateway sequence number before it is
+ * sent; datagrams are built in place in a sendmmsg batch and sent once per
+ * loop iteration. The tape tells which commands are committed: the sequencer
+ * sequences a gateway's commands strictly in order, so an event of ours with
+ * origin_seq n, once committed, acknowledges every command up to n. Commands
+ * not acknowledged within resend_timeout are resent in order under their
+ * original numbers (the sequencer drops duplicates). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gw_private.h"
+#include "journal.h"
+#include "tape.h"
+
+#define GW_RETRANS_MAX_PACKETS 64 /* packets answered per request */
+
+static int unacked(const struct gw *g)
+{
+	return g->cmd_acked + 1 < g->cmd_next;
+}
+
+/* ---- building datagrams -------------------------------------------------- */
+
+static void cmd_send_now(struct gw *g)
+{
+	int rc;
+
+	if (g->cmd_building) {
+		g->cmd_out.lens[g->cmd_slot] = mold_build_end(&g->cmd_b);
+		g->cmd_building = 0;
+		g->cmd_slot++;
+	}
+	if (g->cmd_slot == 0)
+		return;
+	rc = journal_flush(g->cmd_j);
+	if (rc < 0) {
+		g->st.journal_errors++;
+		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal: %s", strerror(-rc));
+	}
+	rc = net_batch_send(&g->cmd_out, g->cmd_fd, g->cmd_slot);
+	if (rc < 0 || (unsigned)rc < g->cmd_slot)
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "command stream: %u of %u datagrams sent%s%s",
+				rc < 0 ? 0u : (unsigned)rc, g->cmd_slot, rc < 0 ? ": " : "",
+				rc < 0 ? strerror(-rc) : "");
+	g->st.cmd_packets += g->cmd_slot;
+	g->cmd_slot = 0;
+	g->cmd_last_send = ev_now(g->loop);
+}
+
+/* Starts a datagram whose first block is `seq`, to dst. */
+static void cmd_begin(struct gw *g, uint64_t seq, const struct sockaddr_in *dst)
+{
+	if (g->cmd_building) {
+		g->cmd_out.lens[g->cmd_slot] = mold_build_end(&g->cmd_b);
+		g->cmd_building = 0;
+		g->cmd_slot++;
+	}
+	if (g->cmd_slot == g->cmd_out.n)
+		cmd_send_now(g);
+	mold_build_begin(&g->cmd_b, net_batch_slot(&g->cmd_out, g->cmd_slot), g->cmd_out.size,
+			 &g->cmd_sess, seq);
+	g->cmd_out.addrs[g->cmd_slot] = *dst;
+	g->cmd_building = 1;
+}
+
+int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
+{
+	size_t len = lockstep__command__get_packed_size(cmd);
+	uint8_t *p = NULL;
+	int rc;
+
+	if (len + MOLD_HEADER_LEN + 2 > g->cmd_out.size)
+		return -EMSGSIZE;
+	/* A packet under construction holds new commands only, ending at
+	 * cmd_next - 1 (cmd_emit() sends what it builds at once). */
+	if (g->cmd_building)
+		p = mold_build_reserve(&g->cmd_b, (uint16_t)len);
+	if (!p) {
+		cmd_begin(g, g->cmd_next, &g->seq_addr);
+		p = mold_build_reserve(&g->cmd_b, (uint16_t)len);
+		if (!p)
+			return -EMSGSIZE;
+	}
+	lockstep__command__pack(cmd, p);
+	rc = journal_append(g->cmd_j, g->cmd_next, 0, p, len);
+	if (rc < 0) {
+		g->st.journal_errors++;
+		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal append %" PRIu64 ": %s",
+				g->cmd_next, strerror(-rc));
+		return rc; /* not committed to the packet: the block is dropped */
+	}
+	mold_build_commit(&g->cmd_b, (uint16_t)len);
+	if (!unacked(g))
+		g->resend_base = ev_now(g->loop);
+	g->cmd_next++;
+	g->st.cmds_sent++;
+	return 0;
+}
+
+/* Emits journalled commands [from, to) to dst, at most max_packets
+ * datagrams; returns how many commands went out. */
+static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_packets,
+			 const struct sockaddr_in *dst)
+{
+	uint64_t seq = from;
+	unsigned packets = 0;
+
+	cmd_send_now(g); /* new commands already queued go first */
+	while (seq < to) {
+		int len = journal_read(g->cmd_j, seq, g->cmd_scratch, JOURNAL_MAX_RECORD, NULL);
+
+		if (len < 0) {
+			log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal read %" PRIu64 ": %s",
+					seq, strerror(-len));
+			break;
+		}
+		if (!g->cmd_building || mold_build_add(&g->cmd_b, g->cmd_scratch, (uint16_t)len) < 0) {
+			if (packets == max_packets)
+				break;
+			cmd_begin(g, seq, dst);
+			packets++;
+			if (mold_build_add(&g->cmd_b, g->cmd_scratch, (uint16_t)len) < 0)
+				break;
+		}
+		seq++;
+	}
+	cmd_send_now(g);
+	return seq - from;
+}
+
+/* ---- requests from the sequencer ---------------------------------------- */
+
+static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct gw *g = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (int round = 0; round < 4; round++) {
+		int n = net_batch_recv(&g->cmd_in, g->cmd_fd);
+
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			struct mold_request r;
+			uint64_t from, to;
+			int rc = mold_parse_request(net_batch_slot(&g->cmd_in, (unsigned)i),
+						    g->cmd_in.lens[i], &g->cmd_sess, &r);
+
+			if (rc < 0) {
+				log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+						"command socket: bad request: %s", mold_strerror(rc));
+				continue;
+			}
+			g->st.retrans_requests++;
+			from = r.seq ? r.seq : 1;
+			if (from < journal_first_seq(g->cmd_j))
+				from = journal_first_seq(g->cmd_j);
+			to = r.seq + r.count < g->cmd_next ? r.seq + r.count : g->cmd_next;
+			if (from < to)
+				g->st.retrans_served += cmd_emit(g, from, to, GW_RETRANS_MAX_PACKETS,
+								 &g->cmd_in.addrs[i]);
+		}
+		if ((unsigned)n < g->cmd_in.n)
+			return;
+	}
+}
+
+void gw_cmd_flush(struct gw *g)
+{
+	if (g->cmd_fd >= 0)
+		cmd_send_now(g);
+}
+
+void gw_cmd_tick(struct gw *g, ev_tstamp now)
+{
+	if (unacked(g) && now - g->resend_base >= (ev_tstamp)g->cfg.resend_timeout / 1e9) {
+		uint64_t to = g->cmd_next, from = g->cmd_acked + 1;
+
+		if (to - from > g->cfg.resend_max)
+			to = from + g->cfg.resend_max;
+		log_debug("resending commands %" PRIu64 "..%" PRIu64, from, to - 1);
+		g->st.cmds_resent += cmd_emit(g, from, to, UINT32_MAX, &g->seq_addr);
+		g->resend_base = now;
+	}
+	if (!g->cmd_building && g->cmd_slot == 0 &&
+	    now - g->cmd_last_send >= (ev_tstamp)g->cfg.cmd_heartbeat / 1e9) {
+		uint8_t *p = net_batch_slot(&g->cmd_out, 0);
+
+		g->cmd_out.lens[0] = mold_build_heartbeat(p, &g->cmd_sess, g->cmd_next);
+		g->cmd_out.addrs[0] = g->seq_addr;
+		g->cmd_slot = 1;
+		g->st.cmd_heartbeats++;
+		cmd_send_now(g);
+	}
+}
+
+/* ---- the tape ----------------------------------------------------------- */
+
+static void ack_push(struct gw *g, uint64_t tape_seq, uint64_t origin_seq)
+{
+	unsigned i;
+
+	if (g->ack_len == GW_ACK_RING) {
+		/* full: the newest entry stands for both (later, never wrong) */
+		i = (g->ack_head + g->ack_len - 1) % GW_ACK_RING;
+	} else {
+		i = (g->ack_head + g->ack_len) % GW_ACK_RING;
+		g->ack_len++;
+	}
+	g->ack_ring[i].tape_seq = tape_seq;
+	g->ack_ring[i].origin_seq = origin_seq;
+}
+
+static void ack_drain(struct gw *g)
+{
+	while (g->ack_len > 0 && g->ack_ring[g->ack_head].tape_seq <= g->tape_commit) {
+		uint64_t o = g->ack_ring[g->ack_head].origin_seq;
+
+		if (o > g->cmd_acked) {
+			g->st.cmds_acked += o - g->cmd_acked;
+			g->cmd_acked = o;
+			g->resend_base = ev_now(g->loop);
+		}
+		g->ack_head = (g->ack_head + 1) % GW_ACK_RING;
+		g->ack_len--;
+	}
+}
+
+/* One block of the tape at seq; returns 0, or -1 when the packet is fenced
+ * (an older term) and must be dropped from here on. */
+static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t len)
+{
+	struct tape_event_view v;
+	size_t name_len = strlen(g->cfg.node.name);
+
+	if (tape_event_peek(data, len, &v) < 0) {
+		g->st.tape_malformed++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape %" PRIu64 ": malformed event", seq);
+		g->tape.next = seq + 1;
+		return 0;
+	}
+	if (v.term < g->tape_term) {
+		g->st.tape_fenced++;
+		return -1;
+	}
+	g->tape_term = v.term;
+	if (v.commit > g->tape_commit)
+		g->tape_commit = v.commit;
+	g->tape_last = seq;
+	g->tape.next = seq + 1;
+	if (v.origin_len == name_len && memcmp(v.origin, g->cfg.node.name, name_len) == 0 &&
+	    v.origin_seq > g->cmd_acked && v.origin_seq < g->cmd_next)
+		ack_push(g, seq, v.origin_seq);
+	return 0;
+}
+
+static void tape_packet(struct gw *g, const uint8_t *buf, size_t len)
+{
+	struct mold_packet pkt;
+	struct mold_iter it;
+	const uint8_t *data;
+	uint64_t seq, end;
+	uint16_t blen;
+	int rc = mold_parse(buf, len, &g->tape.sess, 0, &pkt);
+
+	if (rc < 0) {
+		g->st.tape_malformed++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape: dropped packet: %s",
+				mold_strerror(rc));
+		return;
+	}
+	g->st.tape_packets++;
+	g->tape.live = 1;
+	end = pkt.kind == MOLD_DATA ? pkt.seq + pkt.count : pkt.seq;
+	if (end > g->tape.high)
+		g->tape.high = end;
+	if (g->tape.next == 0)
+		g->tape.next = unacked(g) ? 1 : pkt.seq;
+	if (pkt.kind != MOLD_DATA || end <= g->tape.next)
+		return;
+	if (pkt.seq > g->tape.next) {
+		if (unacked(g)) {
+			g->st.tape_gaps++; /* go-back-N: gw_tape_tick() asks for the gap */
+			return;
+		}
+		g->tape.next = pkt.seq; /* nothing of ours can be in the gap */
+	}
+	mold_iter_init(&it, &pkt);
+	while (mold_iter_next(&it, &seq, &data, &blen))
+		if (seq >= g->tape.next && tape_block(g, seq, data, blen) < 0)
+			break;
+	ack_drain(g);
+}
+
+void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct gw *g = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (int round = 0; round < 8; round++) {
+		int n = net_batch_recv(&g->rx, w->fd);
+
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++)
+			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i]);
+		if ((unsigned)n < g->rx.n)
+			return;
+	}
+}
+
+void gw_tape_tick(struct gw *g, ev_tstamp now)
+{
+	if (g->tape.next == 0 || g->tape.next >= g->tape.high)
+		return;
+	if (!unacked(g)) {
+		g->tape.next = g->tape.high;
+		return;
+	}
+	if (now - g->tape.req_at >= (ev_tstamp)g->cfg.retrans_timeout / 1e9)
+		gw_stream_request(g, &g->tape, now);
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+static int open_tape(struct gw *g)
+{
+	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf };
+	struct sockaddr_in group, any = { .sin_family = AF_INET };
+
+	if (net_parse_addr(g->cfg.tape_group, &group) < 0 ||
+	    net_parse_addr(g->cfg.tape_retrans, &g->tape.retrans[0]) < 0) {
+		log_err("[gateway] tape_group/tape_retrans: not host:port");
+		return -EINVAL;
+	}
+	g->tape.n_retrans = 1;
+	g->tape.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, NULL);
+	if (g->tape.fd < 0) {
+		log_err("tape %s on %s: %s", g->cfg.tape_group, g->cfg.tape_iface,
+			strerror(-g->tape.fd));
+		return g->tape.fd;
+	}
+	g->tape.req_fd = net_udp_open(&any, &opt, NULL, NULL);
+	if (g->tape.req_fd < 0) {
+		log_err("tape request socket: %s", strerror(-g->tape.req_fd));
+		return g->tape.req_fd;
+	}
+	ev_io_init(&g->tape.io, gw_tape_read, g->tape.fd, EV_READ);
+	ev_io_init(&g->tape.req_io, gw_tape_read, g->tape.req_fd, EV_READ);
+	g->tape.io.data = g->tape.req_io.data = g;
+	ev_io_start(g->loop, &g->tape.io);
+	ev_io_start(g->loop, &g->tape.req_io);
+	return 0;
+}
+
+int gw_cmd_open(struct gw *g)
+{
+	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
+	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf };
+	struct journal_report rep;
+	struct sockaddr_in bind_addr;
+	char path[300];
+	int rc;
+
+	if (net_parse_addr(g->cfg.sequencer, &g->seq_addr) < 0 ||
+	    net_parse_addr(g->cfg.cmd_bind, &bind_addr) < 0) {
+		log_err("[gateway] sequencer/cmd_bind: not host:port");
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/commands", g->cfg.node.state_dir);
+	rc = journal_open(&g->cmd_j, path, &jo, &rep);
+	if (rc < 0) {
+		log_err("%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (rep.cut_bytes || rep.cut_segments)
+		log_warn("%s: cut %" PRIu64 " bytes, %" PRIu64 " segments at seq %" PRIu64 " (%s)",
+			 path, rep.cut_bytes, rep.cut_segments, rep.bad_seq,
+			 rep.bad_reason ? rep.bad_reason : "?");
+	g->cmd_next = journal_last_seq(g->cmd_j) ? journal_last_seq(g->cmd_j) + 1 : 1;
+	if (g->cmd_acked >= g->cmd_next)
+		g->cmd_acked = g->cmd_next - 1;
+	if (journal_first_seq(g->cmd_j) && g->cmd_acked + 1 < journal_first_seq(g->cmd_j))
+		g->cmd_acked = journal_first_seq(g->cmd_j) - 1;
+	g->cmd_scratch = malloc(JOURNAL_MAX_RECORD);
+	if (!g->cmd_scratch ||
+	    net_batch_init(&g->cmd_out, (unsigned)g->cfg.send_batch, g->cfg.max_datagram) < 0 ||
+	    net_batch_init(&g->cmd_in, 32, 256) < 0 ||
+	    net_batch_init(&g->rx, (unsigned)g->cfg.recv_batch, MOLD_MAX_PACKET) < 0)
+		return -ENOMEM;
+	g->cmd_fd = net_udp_open(&bind_addr, &opt, NULL, NULL);
+	if (g->cmd_fd < 0) {
+		log_err("command socket %s: %s", g->cfg.cmd_bind, strerror(-g->cmd_fd));
+		return g->cmd_fd;
+	}
+	ev_io_init(&g->cmd_io, on_cmd_read, g->cmd_fd, EV_READ);
+	g->cmd_io.data = g;
+	ev_io_start(g->loop, &g->cmd_io);
+	g->resend_base = g->cmd_last_send = ev_now(g->loop);
+	return open_tape(g);
+}
+
+static void close_fd(struct gw *g, ev_io *w, int *fd)
+{
+	if (*fd < 0)
+		return;
+	ev_io_stop(g->loop, w);
+	close(*fd);
+	*fd = -1;
+}
+
+void gw_cmd_close(struct gw *g)
+{
+	if (g->cmd_fd >= 0)
+		cmd_send_now(g);
+	close_fd(g, &g->cmd_io, &g->cmd_fd);
+	close_fd(g, &g->tape.io, &g->tape.fd);
+	close_fd(g, &g->tape.req_io, &g->tape.req_fd);
+	journal_close(g->cmd_j);
+	g->cmd_j = NULL;
+	net_batch_fini(&g->cmd_out);
+	net_batch_fini(&g->cmd_in);
+	net_batch_fini(&g->rx);
+	free(g->cmd_scratch);
+	g->cmd_scratch = NULL;
+}

@@ -1,0 +1,156 @@
+/* The credentials file: an INI file whose [logins] section maps each
+ * SoupBinTCP username to its password, firm and options. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gateway.h"
+
+/* Copies an alphanumeric word of 1..max characters, upper-cased when `upper`. */
+static int take_word(const char *w, size_t n, size_t max, int upper, char *out)
+{
+	if (n == 0 || n > max)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)w[i]))
+			return -EINVAL;
+		out[i] = upper ? (char)toupper((unsigned char)w[i]) : w[i];
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, char *err,
+		  size_t errlen)
+{
+	struct gw_cred c = { 0 };
+	const char *p = value;
+	const char *words[4];
+	size_t lens[4], n = 0;
+
+	if (take_word(login, strlen(login), GW_LOGIN_LEN, 1, c.login) < 0) {
+		snprintf(err, errlen, "login \"%s\": 1 to %d letters or digits", login,
+			 GW_LOGIN_LEN);
+		return -EINVAL;
+	}
+	while (*p) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (!*p)
+			break;
+		if (n == 4) {
+			snprintf(err, errlen, "login %s: too many words", c.login);
+			return -EINVAL;
+		}
+		words[n] = p;
+		while (*p && *p != ' ' && *p != '\t')
+			p++;
+		lens[n] = (size_t)(p - words[n]);
+		n++;
+	}
+	if (n < 2) {
+		snprintf(err, errlen, "login %s: want \"PASSWORD FIRM [cancel_on_disconnect]\"",
+			 c.login);
+		return -EINVAL;
+	}
+	if (take_word(words[0], lens[0], GW_PASSWORD_LEN, 0, c.password) < 0) {
+		snprintf(err, errlen, "login %s: password: 1 to %d letters or digits", c.login,
+			 GW_PASSWORD_LEN);
+		return -EINVAL;
+	}
+	if (take_word(words[1], lens[1], GW_FIRM_LEN, 1, c.firm) < 0) {
+		snprintf(err, errlen, "login %s: firm: 1 to %d letters or digits", c.login,
+			 GW_FIRM_LEN);
+		return -EINVAL;
+	}
+	for (size_t i = 2; i < n; i++) {
+		if (lens[i] == 20 && strncmp(words[i], "cancel_on_disconnect", 20) == 0) {
+			c.cancel_on_disconnect = 1;
+			continue;
+		}
+		snprintf(err, errlen, "login %s: unknown option \"%.*s\"", c.login, (int)lens[i],
+			 words[i]);
+		return -EINVAL;
+	}
+	*out = c;
+	return 0;
+}
+
+const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login)
+{
+	size_t n = strnlen(login, GW_LOGIN_LEN + 1);
+
+	while (n > 0 && login[n - 1] == ' ')
+		n--;
+	if (n == 0 || n > GW_LOGIN_LEN)
+		return NULL;
+	for (size_t i = 0; i < c->n; i++)
+		if (strlen(c->v[i].login) == n && strncasecmp(c->v[i].login, login, n) == 0)
+			return &c->v[i];
+	return NULL;
+}
+
+int gw_creds_add(struct gw_creds *c, const char *login, const char *value, char *err,
+		 size_t errlen)
+{
+	struct gw_cred cred;
+	int rc = gw_cred_parse(login, value, &cred, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	if (gw_creds_find(c, cred.login)) {
+		snprintf(err, errlen, "login %s: listed twice", cred.login);
+		return -EINVAL;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 16;
+		struct gw_cred *v = realloc(c->v, cap * sizeof(*v));
+
+		if (!v) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		c->v = v;
+		c->cap = cap;
+	}
+	c->v[c->n++] = cred;
+	return 0;
+}
+
+static int on_login(void *ctx, const char *section, const char *name, const char *value,
+		    char *err, size_t errlen)
+{
+	(void)section;
+	return gw_creds_add(ctx, name, value, err, errlen);
+}
+
+int gw_creds_load(struct gw_creds *c, const char *path, char *err, size_t errlen)
+{
+	static const struct config_key no_keys[] = { CONFIG_END };
+	static const char *const sections[] = { "logins", NULL };
+	struct config_spec spec = { no_keys, sections, on_login, c };
+	char dummy;
+
+	return config_load(&spec, &dummy, path, NULL, 0, err, errlen);
+}
+
+void gw_creds_fini(struct gw_creds *c)
+{
+	free(c->v);
+	memset(c, 0, sizeof(*c));
+}
+
+void gw_default_session(char out[11], time_t t)
+{
+	struct tm tm;
+	char buf[32];
+
+	localtime_r(&t, &tm);
+	snprintf(buf, sizeof(buf), "LS%04d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday);
+	memcpy(out, buf, 10);
+	out[10] = '\0';
+}

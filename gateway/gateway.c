@@ -1,0 +1,429 @@
+/* The gateway's core: configuration, start-up and shutdown, the login table,
+ * the per-iteration flush, progress persistence and the control socket. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "gw_private.h"
+#include "journal.h"
+
+struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20);
+
+static const char *const fsync_names[] = { "none", "interval", "batch", NULL };
+
+#define GWS(key, def, help) \
+	{ "gateway", #key, CONFIG_STRING, offsetof(struct gw_config, key), \
+	  sizeof(((struct gw_config *)0)->key), def, 0, 0, NULL, help }
+#define GWD(key, def, help) \
+	{ "gateway", #key, CONFIG_DURATION, offsetof(struct gw_config, key), 0, def, 0, 0, \
+	  NULL, help }
+#define GWU(key, def, lo, hi, help) \
+	{ "gateway", #key, CONFIG_UINT, offsetof(struct gw_config, key), 0, def, lo, hi, NULL, \
+	  help }
+#define GWZ(key, def, lo, hi, help) \
+	{ "gateway", #key, CONFIG_SIZE, offsetof(struct gw_config, key), 0, def, lo, hi, NULL, \
+	  help }
+
+const struct config_key gw_config_keys[] = {
+	DAEMON_NODE_KEYS(struct gw_config, node),
+	GWS(ouch_listen, "127.0.0.1:15000", "SoupBinTCP/OUCH listener host:port (port 0: any)"),
+	GWS(sequencer, "127.0.0.1:16000", "the sequencer's command listener host:port"),
+	GWS(cmd_bind, "0.0.0.0:0", "local address of the command stream socket"),
+	GWS(tape_group, "239.255.0.1:17000", "the tape's multicast group:port"),
+	GWS(tape_iface, "127.0.0.1", "interface (name or address) receiving the multicast"),
+	GWS(tape_session, "TAPE", "the tape's MoldUDP64 session"),
+	GWS(tape_retrans, "127.0.0.1:17001", "the sequencer's tape retransmission host:port"),
+	GWS(exec_group, "239.255.0.2:18000", "the execution stream's multicast group:port"),
+	GWS(exec_session, "EXEC0", "the execution stream's MoldUDP64 session"),
+	GWS(exec_retrans, "127.0.0.1:18001",
+	    "comma-separated retransmission host:port of each matcher replica"),
+	GWS(soup_session, "", "SoupBinTCP session name (default: LS + YYYYMMDD)"),
+	GWS(credentials, "", "credentials file: [logins] LOGIN = PASSWORD FIRM [cancel_on_disconnect]"),
+	GWD(heartbeat, "1s", "SoupBinTCP server heartbeat after this long without output"),
+	GWD(idle_timeout, "15s", "a client silent this long (or not reading) is dropped"),
+	GWD(cmd_heartbeat, "100ms", "command stream heartbeat when idle"),
+	GWD(resend_timeout, "200ms", "commands not seen on the tape by then are resent"),
+	GWD(retrans_timeout, "50ms", "an unanswered gap request is repeated after this"),
+	GWU(max_sessions, "1024", 1, 1000000, "simultaneous client connections"),
+	GWZ(max_datagram, "1472", 64, 65507, "largest datagram sent"),
+	GWU(send_batch, "64", 1, 1024, "datagrams per sendmmsg"),
+	GWU(recv_batch, "64", 1, 1024, "datagrams per recvmmsg"),
+	GWZ(out_buffer, "64KiB", 4096, 64ull << 20, "output buffer per client session"),
+	GWU(resend_max, "4096", 1, 1000000, "commands resent per round"),
+	GWZ(rcvbuf, "4M", 0, 1ull << 30, "UDP receive buffer (0: kernel default)"),
+	{ "gateway", "fsync", CONFIG_ENUM, offsetof(struct gw_config, fsync), 0, "none", 0, 0,
+	  fsync_names, "journal fsync policy: none, interval or batch" },
+	CONFIG_END,
+};
+
+/* ---- logins ----------------------------------------------------------- */
+
+static uint32_t name_hash(const uint8_t *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint32_t)(p[i] & 0xdf)) * 16777619u; /* case-folded */
+	return h;
+}
+
+static int logins_build(struct gw *g)
+{
+	size_t size = 16;
+
+	while (size < g->creds.n * 2)
+		size *= 2;
+	g->logins = calloc(g->creds.n ? g->creds.n : 1, sizeof(*g->logins));
+	g->hash = malloc(size * sizeof(*g->hash));
+	if (!g->logins || !g->hash)
+		return -ENOMEM;
+	g->hash_mask = size - 1;
+	for (size_t i = 0; i < size; i++)
+		g->hash[i] = -1;
+	for (size_t i = 0; i < g->creds.n; i++) {
+		const char *name = g->creds.v[i].login;
+		size_t h = name_hash((const uint8_t *)name, strlen(name)) & g->hash_mask;
+
+		g->logins[i].cred = g->creds.v[i];
+		while (g->hash[h] >= 0)
+			h = (h + 1) & g->hash_mask;
+		g->hash[h] = (int32_t)i;
+	}
+	g->n_logins = g->creds.n;
+	return 0;
+}
+
+/* name: len bytes, trailing spaces allowed (exec block user, Login Request). */
+struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len)
+{
+	size_t h;
+
+	while (len > 0 && name[len - 1] == ' ')
+		len--;
+	if (len == 0 || len > GW_LOGIN_LEN)
+		return NULL;
+	h = name_hash(name, len) & g->hash_mask;
+	while (g->hash[h] >= 0) {
+		struct gw_login *l = &g->logins[g->hash[h]];
+
+		if (strlen(l->cred.login) == len && strncasecmp(l->cred.login, (const char *)name,
+								 len) == 0)
+			return l;
+		h = (h + 1) & g->hash_mask;
+	}
+	return NULL;
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+/* <state_dir>/gateway.pos: "cmd_acked N\ntape_next N\nexec_next N\n". A
+ * conservative position: resending committed commands is harmless (the
+ * sequencer drops duplicates) and exec blocks already journalled for a login
+ * are skipped by exec sequence number. */
+static void progress_path(const struct gw *g, char *out, size_t cap, const char *suffix)
+{
+	snprintf(out, cap, "%s/gateway.pos%s", g->cfg.node.state_dir, suffix);
+}
+
+static void progress_load(struct gw *g, uint64_t v[3])
+{
+	char path[300];
+	FILE *f;
+
+	progress_path(g, path, sizeof(path), "");
+	v[0] = v[1] = v[2] = 0;
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fscanf(f, "cmd_acked %" SCNu64 " tape_next %" SCNu64 " exec_next %" SCNu64, &v[0],
+		   &v[1], &v[2]) != 3) {
+		log_warn("%s: unreadable, starting without it", path);
+		v[0] = v[1] = v[2] = 0;
+	}
+	fclose(f);
+}
+
+static void progress_save(struct gw *g)
+{
+	uint64_t v[3] = { g->cmd_acked, g->tape.next, g->exec.next };
+	char path[300], tmp[300];
+	FILE *f;
+
+	if (memcmp(v, g->persisted, sizeof(v)) == 0)
+		return;
+	progress_path(g, path, sizeof(path), "");
+	progress_path(g, tmp, sizeof(tmp), ".tmp");
+	f = fopen(tmp, "w");
+	if (!f) {
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "%s: %s", tmp, strerror(errno));
+		return;
+	}
+	fprintf(f, "cmd_acked %" PRIu64 "\ntape_next %" PRIu64 "\nexec_next %" PRIu64 "\n", v[0],
+		v[1], v[2]);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "%s: %s", path, strerror(errno));
+		return;
+	}
+	memcpy(g->persisted, v, sizeof(v));
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* Once per loop iteration, before the loop blocks: journals first (a command
+ * is durable before it is sent, a login's message before a replay reads it),
+ * then the batched datagrams and the sessions' output. */
+static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
+{
+	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, prepare));
+
+	(void)loop;
+	(void)revents;
+	gw_exec_flush(g);
+	gw_cmd_flush(g);
+	gw_session_flush_all(g);
+	gw_session_reap(g);
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, tick));
+	ev_tstamp now = ev_now(loop);
+
+	(void)revents;
+	gw_cmd_tick(g, now);
+	gw_tape_tick(g, now);
+	gw_exec_tick(g, now);
+	if (now - g->last_persist >= 1.0) {
+		progress_save(g);
+		g->last_persist = now;
+	}
+}
+
+/* ---- control ----------------------------------------------------------- */
+
+#define GW_N_COUNTERS (sizeof(struct gw_stats) / sizeof(uint64_t) + 3)
+
+static const char *const stat_names[] = {
+	"accepted", "refused", "logins", "login_rejects", "logouts", "disconnects",
+	"idle_drops", "slow_drops", "protocol_errors", "ouch_in", "ouch_malformed",
+	"cmds_sent", "cmd_packets", "cmds_resent", "retrans_requests", "retrans_served",
+	"cmd_heartbeats", "session_events", "tape_packets", "tape_malformed", "tape_gaps",
+	"tape_requests", "tape_fenced", "cmds_acked", "exec_packets", "exec_malformed",
+	"exec_dups", "exec_gaps", "exec_requests", "exec_blocks", "exec_routed",
+	"exec_foreign", "out_msgs", "replayed", "journal_errors",
+};
+
+_Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) ==
+		       sizeof(struct gw_stats) / sizeof(uint64_t),
+	       "a name for every counter");
+
+static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply)
+{
+	static Lockstep__Counter counters[GW_N_COUNTERS];
+	static Lockstep__Counter *ptrs[GW_N_COUNTERS];
+	struct gw *g = ctx;
+	const uint64_t *v = (const uint64_t *)&g->st;
+	size_t n = 0;
+
+	reply->name = g->cfg.node.name;
+	reply->role = "gateway";
+	reply->state = g->stopping ? "stopping"
+		       : (g->tape.live && g->exec.live) ? "ready" : "starting";
+	reply->term = g->tape_term;
+	reply->seq = g->tape_last;
+	reply->commit = g->tape_commit;
+	reply->ouch = g->ouch_addr;
+	if (req->op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS)
+		return;
+	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__STATS) {
+		reply->error = -EOPNOTSUPP;
+		reply->message = "the gateway answers STATUS and STATS";
+		return;
+	}
+	for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++, n++) {
+		lockstep__counter__init(&counters[n]);
+		counters[n].name = (char *)stat_names[i];
+		counters[n].value = v[i];
+	}
+	const char *extra[] = { "sessions", "cmd_next", "exec_next" };
+	uint64_t ev[] = { g->n_sessions, g->cmd_next, g->exec.next };
+	for (size_t i = 0; i < 3; i++, n++) {
+		lockstep__counter__init(&counters[n]);
+		counters[n].name = (char *)extra[i];
+		counters[n].value = ev[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		ptrs[i] = &counters[i];
+	reply->n_counters = n;
+	reply->counters = ptrs;
+}
+
+/* ---- open and close ------------------------------------------------------ */
+
+static int open_listener(struct gw *g)
+{
+	struct sockaddr_in a;
+	int rc = net_parse_addr(g->cfg.ouch_listen, &a);
+
+	if (rc < 0) {
+		log_err("[gateway] ouch_listen \"%s\": %s", g->cfg.ouch_listen, strerror(-rc));
+		return rc;
+	}
+	g->listen_fd = net_tcp_listen(&a, 128);
+	if (g->listen_fd < 0) {
+		log_err("listen on %s: %s", g->cfg.ouch_listen, strerror(-g->listen_fd));
+		return g->listen_fd;
+	}
+	a.sin_port = htons((uint16_t)net_local_port(g->listen_fd));
+	net_format_addr(&a, g->ouch_addr, sizeof(g->ouch_addr));
+	ev_io_init(&g->listen_io, gw_sessions_accept, g->listen_fd, EV_READ);
+	g->listen_io.data = g;
+	ev_io_start(g->loop, &g->listen_io);
+	return 0;
+}
+
+static int open_names(struct gw *g)
+{
+	char err[512];
+	int rc;
+
+	if (g->cfg.soup_session[0])
+		snprintf(g->soup_session, sizeof(g->soup_session), "%.10s", g->cfg.soup_session);
+	else
+		gw_default_session(g->soup_session, time(NULL));
+	if (mold_session_set(&g->cmd_sess, g->cfg.node.name) < 0 ||
+	    mold_session_set(&g->tape.sess, g->cfg.tape_session) < 0 ||
+	    mold_session_set(&g->exec.sess, g->cfg.exec_session) < 0) {
+		log_err("[node] name, tape_session and exec_session must be 1 to 10 printable "
+			"characters");
+		return -EINVAL;
+	}
+	if (g->cfg.credentials[0] == '\0') {
+		log_warn("no [gateway] credentials file: nobody can log in");
+		return 0;
+	}
+	rc = gw_creds_load(&g->creds, g->cfg.credentials, err, sizeof(err));
+	if (rc < 0)
+		log_err("credentials: %s", err);
+	return rc;
+}
+
+int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
+{
+	struct gw *g = calloc(1, sizeof(*g));
+	uint64_t pos[3];
+	int rc;
+
+	if (!g)
+		return -ENOMEM;
+	g->loop = loop;
+	g->cfg = *cfg;
+	g->listen_fd = g->cmd_fd = -1;
+	g->tape.fd = g->tape.req_fd = g->exec.fd = g->exec.req_fd = -1;
+	if (mkdir(cfg->node.state_dir, 0755) < 0 && errno != EEXIST) {
+		rc = -errno;
+		log_err("%s: %s", cfg->node.state_dir, strerror(errno));
+		goto out_free;
+	}
+	rc = open_names(g);
+	if (rc < 0)
+		goto out_free;
+	rc = logins_build(g);
+	if (rc < 0)
+		goto out_free;
+	progress_load(g, pos);
+	g->cmd_acked = pos[0];
+	g->tape.next = pos[1];
+	g->exec.next = pos[2];
+	memcpy(g->persisted, pos, sizeof(pos));
+	rc = gw_exec_open(g);
+	if (rc < 0)
+		goto out_free;
+	rc = gw_cmd_open(g);
+	if (rc < 0)
+		goto out_free;
+	rc = open_listener(g);
+	if (rc < 0)
+		goto out_free;
+	rc = ctl_server_open(&g->ctl, loop, cfg->node.control, on_ctl, g);
+	if (rc < 0) {
+		log_err("control socket %s: %s", cfg->node.control, strerror(-rc));
+		goto out_free;
+	}
+	ev_prepare_init(&g->prepare, on_prepare);
+	ev_prepare_start(loop, &g->prepare);
+	ev_timer_init(&g->tick, on_tick, 0.01, 0.01);
+	ev_timer_start(loop, &g->tick);
+	g->last_persist = ev_now(loop);
+	log_notice("gateway %s: OUCH on %s, session %s, %zu logins, command seq %" PRIu64
+		   " (acked %" PRIu64 "), exec from %" PRIu64,
+		   cfg->node.name, g->ouch_addr, g->soup_session, g->n_logins, g->cmd_next,
+		   g->cmd_acked, g->exec.next);
+	*out = g;
+	return 0;
+
+out_free:
+	gw_close(g);
+	return rc;
+}
+
+int gw_ouch_port(const struct gw *g)
+{
+	return g->listen_fd >= 0 ? net_local_port(g->listen_fd) : -EBADF;
+}
+
+void gw_stop(struct gw *g)
+{
+	if (g->stopping)
+		return;
+	g->stopping = 1;
+	if (g->listen_fd >= 0) {
+		ev_io_stop(g->loop, &g->listen_io);
+		close(g->listen_fd);
+		g->listen_fd = -1;
+	}
+	gw_session_end_all(g);
+	gw_exec_flush(g);
+	gw_cmd_flush(g);
+	gw_session_flush_all(g);
+	gw_session_reap(g);
+	ev_prepare_stop(g->loop, &g->prepare);
+	ev_timer_stop(g->loop, &g->tick);
+	gw_cmd_close(g);
+	gw_exec_close(g);
+	progress_save(g);
+	ev_break(g->loop, EVBREAK_ALL);
+}
+
+void gw_close(struct gw *g)
+{
+	if (!g)
+		return;
+	if (!g->stopping) {
+		gw_session_end_all(g);
+		gw_session_flush_all(g);
+		gw_session_reap(g);
+		if (ev_is_active(&g->prepare))
+			ev_prepare_stop(g->loop, &g->prepare);
+		if (ev_is_active(&g->tick))
+			ev_timer_stop(g->loop, &g->tick);
+		gw_cmd_close(g);
+		gw_exec_close(g);
+	}
+	ctl_server_close(g->ctl);
+	if (g->listen_fd >= 0) {
+		ev_io_stop(g->loop, &g->listen_io);
+		close(g->listen_fd);
+	}
+	free(g->logins);
+	free(g->hash);
+	gw_creds_fini(&g->creds);
+	free(g);
+}

@@ -1,0 +1,102 @@
+/* lockstep-gateway: terminates the clients' SoupBinTCP 4.0 / OUCH 4.2
+ * sessions, turns each inbound OUCH message into a lockstep.Command in the
+ * gateway's MoldUDP64 command stream to the sequencer (journalled, resent
+ * until seen on the tape), and relays the matchers' execution stream back to
+ * the owning login as SoupBinTCP sequenced data (journalled per login, so a
+ * client can resume after a disconnect or a gateway restart). */
+#ifndef LOCKSTEP_GATEWAY_H
+#define LOCKSTEP_GATEWAY_H
+
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+#include "daemon.h"
+
+#define GW_LOGIN_LEN 6 /* SoupBinTCP username */
+#define GW_PASSWORD_LEN 10 /* SoupBinTCP password */
+#define GW_FIRM_LEN 4 /* OUCH firm */
+#define GW_MAX_EXEC_RETRANS 8 /* addresses in [gateway] exec_retrans */
+
+/* [gateway] and [node]; durations in ns, sizes in bytes. */
+struct gw_config {
+	struct node_config node;
+	char ouch_listen[64]; /* host:port of the SoupBinTCP listener (port 0: any) */
+	char sequencer[64]; /* host:port of the sequencer's command listener */
+	char cmd_bind[64]; /* local address of the command socket */
+	char tape_group[64];
+	char tape_iface[64];
+	char tape_session[16];
+	char tape_retrans[64];
+	char exec_group[64];
+	char exec_session[16];
+	char exec_retrans[512]; /* comma-separated host:port list */
+	char soup_session[16]; /* "" : "LS" + YYYYMMDD of the start day */
+	char credentials[256];
+	uint64_t heartbeat; /* SoupBinTCP server heartbeat interval */
+	uint64_t idle_timeout; /* a silent client is dropped after this */
+	uint64_t cmd_heartbeat; /* command stream heartbeat when idle */
+	uint64_t resend_timeout; /* a command not on the tape by then is resent */
+	uint64_t retrans_timeout; /* a gap request is repeated after this */
+	uint64_t max_sessions;
+	uint64_t max_datagram;
+	uint64_t send_batch; /* datagrams per sendmmsg */
+	uint64_t recv_batch; /* datagrams per recvmmsg */
+	uint64_t out_buffer; /* per-session output buffer */
+	uint64_t resend_max; /* commands resent per round */
+	uint64_t rcvbuf;
+	int fsync; /* journal fsync policy: none, interval, batch */
+};
+
+/* The key table of [node] and [gateway], CONFIG_END terminated. */
+extern const struct config_key gw_config_keys[];
+
+/* One line of the credentials file's [logins] section:
+ *     LOGIN = PASSWORD FIRM [cancel_on_disconnect]
+ * LOGIN: 1..6 alphanumerics, PASSWORD: 1..10 alphanumerics, FIRM: 1..4
+ * alphanumerics. Login and firm are kept upper-case; SoupBinTCP compares
+ * usernames and passwords without regard to case. */
+struct gw_cred {
+	char login[GW_LOGIN_LEN + 1];
+	char password[GW_PASSWORD_LEN + 1];
+	char firm[GW_FIRM_LEN + 1];
+	int cancel_on_disconnect;
+};
+
+struct gw_creds {
+	struct gw_cred *v;
+	size_t n, cap;
+};
+
+/* Parses one entry into *out; -EINVAL with err set when malformed. */
+int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, char *err,
+		  size_t errlen);
+/* Adds one entry (duplicate logins are an error). */
+int gw_creds_add(struct gw_creds *c, const char *login, const char *value, char *err,
+		 size_t errlen);
+/* Loads the INI file at path (a [logins] section, nothing else); err says
+ * file:line: what is wrong. An empty file is valid (no logins). */
+int gw_creds_load(struct gw_creds *c, const char *path, char *err, size_t errlen);
+/* The entry for a username (case-insensitive, trailing spaces ignored), or NULL. */
+const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login);
+void gw_creds_fini(struct gw_creds *c); /* accepts a zeroed struct */
+
+/* "LS" + YYYYMMDD of the local day of `t` (out holds 11). */
+void gw_default_session(char out[11], time_t t);
+
+struct gw;
+
+/* Opens every socket and journal and starts the watchers on loop; cfg is
+ * copied. Returns 0 or a negative errno (the cause is logged). */
+int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg);
+/* Sends End of Session to every client, flushes, stops the watchers so the
+ * loop can return. */
+void gw_stop(struct gw *g);
+/* Flushes the journals and the progress file and frees; accepts NULL. */
+void gw_close(struct gw *g);
+/* The bound SoupBinTCP port (for port 0 in ouch_listen). */
+int gw_ouch_port(const struct gw *g);
+
+#endif

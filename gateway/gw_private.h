@@ -1,0 +1,173 @@
+/* The gateway's private structures, shared by the gateway's files only. */
+#ifndef LOCKSTEP_GW_PRIVATE_H
+#define LOCKSTEP_GW_PRIVATE_H
+
+#include <ev.h>
+#include <netinet/in.h>
+#include <stdint.h>
+
+#include "gateway.h"
+#include "lockstep.pb-c.h"
+#include "log.h"
+#include "moldudp64.h"
+#include "net.h"
+#include "soupbin.h"
+
+#define GW_IN_BUF 1024 /* client input: any valid inbound packet is < 64 bytes */
+#define GW_MAX_IN_PAYLOAD 512 /* a longer client packet is a protocol error */
+#define GW_READS_PER_EVENT 16 /* packets handled per read wakeup, per session */
+#define GW_CATCHUP_PER_PUMP 4096 /* journal records replayed per loop iteration */
+#define GW_ACK_RING 4096 /* our events seen on the tape, not yet committed */
+#define GW_REQ_MAX_COUNT 8192u /* blocks asked for in one gap request */
+
+/* A login from the credentials file with its outbound journal. */
+struct gw_login {
+	struct gw_cred cred;
+	struct journal *j; /* <state_dir>/sessions/<LOGIN>/ */
+	uint64_t next_seq; /* SoupBin seq of the next message journalled */
+	uint64_t last_exec; /* highest exec seq journalled for this login */
+	uint64_t flushed_next; /* records below this are readable from the journal */
+	int jdirty; /* on gw->jdirty: appended to since the last flush */
+	struct gw_login *next_jdirty;
+	struct gw_session *sess; /* the logged-in session, or NULL */
+};
+
+enum gw_sess_state {
+	GW_SESS_LOGIN, /* connected, waiting for a Login Request */
+	GW_SESS_ACTIVE, /* logged in */
+	GW_SESS_CLOSING, /* writing its last packets, reads nothing */
+	GW_SESS_DEAD, /* closed; freed at the end of the loop iteration */
+	GW_SESS_STATE_MAX,
+};
+
+struct gw_session {
+	struct gw *gw;
+	ev_io rio, wio;
+	ev_timer timer; /* heartbeat, idle and stall checks */
+	int fd;
+	enum gw_sess_state state;
+	int logout; /* CLOSING after a Logout Request */
+	struct gw_login *login; /* set once ACTIVE */
+	uint64_t send_seq; /* SoupBin seq of the next sequenced message to send */
+	ev_tstamp last_in, last_out, last_progress;
+	int dirty; /* on gw->dirty: has output to write this iteration */
+	struct gw_session *next_dirty;
+	struct gw_session *prev, *next; /* gw->sessions */
+	char peer[32];
+	struct soup_parser parser;
+	size_t out_off, out_len, out_cap;
+	uint8_t in[GW_IN_BUF];
+	uint8_t out[]; /* out_cap bytes */
+};
+
+struct gw_stats {
+	uint64_t accepted, refused, logins, login_rejects, logouts, disconnects, idle_drops,
+		slow_drops, protocol_errors, ouch_in, ouch_malformed, cmds_sent, cmd_packets,
+		cmds_resent, retrans_requests, retrans_served, cmd_heartbeats, session_events,
+		tape_packets, tape_malformed, tape_gaps, tape_requests, tape_fenced, cmds_acked,
+		exec_packets, exec_malformed, exec_dups, exec_gaps, exec_requests, exec_blocks,
+		exec_routed, exec_foreign, out_msgs, replayed, journal_errors;
+};
+
+struct gw_stream {
+	int fd; /* multicast receiver */
+	int req_fd; /* unicast: requests out, retransmissions back */
+	ev_io io, req_io;
+	struct mold_session sess;
+	uint64_t next; /* next sequence number expected (0: not known yet) */
+	uint64_t high; /* one past the highest sequence number known to exist */
+	ev_tstamp req_at; /* when the outstanding request was sent (0: none) */
+	int live; /* heard a packet or heartbeat */
+	struct sockaddr_in retrans[GW_MAX_EXEC_RETRANS];
+	unsigned n_retrans, rr;
+};
+
+struct gw {
+	struct ev_loop *loop;
+	struct gw_config cfg;
+	char soup_session[SOUP_SESSION_LEN + 1];
+	struct gw_creds creds;
+	struct gw_login *logins;
+	size_t n_logins;
+	struct gw_login *jdirty;
+	int32_t *hash; /* open addressing: index into logins, -1 empty */
+	size_t hash_mask;
+
+	/* clients */
+	int listen_fd;
+	ev_io listen_io;
+	char ouch_addr[32];
+	struct gw_session *sessions, *dirty, *dead;
+	size_t n_sessions;
+
+	/* command stream */
+	int cmd_fd;
+	ev_io cmd_io;
+	struct sockaddr_in seq_addr;
+	struct mold_session cmd_sess;
+	struct journal *cmd_j;
+	uint64_t cmd_next; /* seq of the next new command */
+	uint64_t cmd_acked; /* every command <= this is committed on the tape */
+	uint64_t cmd_resend_next; /* next command of an ongoing resend round */
+	struct net_batch cmd_out, cmd_in;
+	unsigned cmd_slot; /* slot being built, when cmd_building */
+	int cmd_building;
+	struct mold_builder cmd_b;
+	ev_tstamp cmd_last_send, resend_base;
+	uint8_t *cmd_scratch; /* one record, for journal reads */
+	struct {
+		uint64_t tape_seq, origin_seq;
+	} ack_ring[GW_ACK_RING];
+	unsigned ack_head, ack_len;
+
+	/* the tape and the exec stream */
+	struct gw_stream tape, exec;
+	struct net_batch rx;
+	uint64_t tape_term, tape_commit, tape_last;
+
+	ev_prepare prepare;
+	ev_timer tick;
+	ev_tstamp last_persist;
+	uint64_t persisted[3];
+	struct ctl_server *ctl;
+	struct gw_stats st;
+	int stopping;
+};
+
+extern struct log_ratelimit gw_rl;
+
+/* gateway.c */
+struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len);
+
+/* session.c */
+void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents);
+void gw_session_flush_all(struct gw *g);
+void gw_session_reap(struct gw *g);
+void gw_session_end_all(struct gw *g);
+/* Schedules a write (and journal replay) for this iteration. */
+void gw_session_wake(struct gw_session *s);
+/* Offers journal record `seq` of login (its bytes: u64 exec seq + OUCH) to
+ * the login's session; the session takes it when it is caught up. */
+void gw_session_offer(struct gw_login *l, uint64_t seq, const uint8_t *msg, size_t len);
+
+/* cmd.c */
+int gw_cmd_open(struct gw *g);
+void gw_cmd_close(struct gw *g);
+/* Journals and queues one command for this iteration's datagrams. */
+int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd);
+void gw_cmd_flush(struct gw *g);
+void gw_cmd_tick(struct gw *g, ev_tstamp now);
+void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents);
+void gw_tape_tick(struct gw *g, ev_tstamp now);
+
+/* exec.c */
+int gw_exec_open(struct gw *g);
+void gw_exec_close(struct gw *g);
+void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents);
+void gw_exec_tick(struct gw *g, ev_tstamp now);
+void gw_exec_flush(struct gw *g);
+
+/* common to the tape and exec receivers */
+void gw_stream_request(struct gw *g, struct gw_stream *s, ev_tstamp now);
+
+#endif

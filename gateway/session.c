@@ -1,0 +1,556 @@
+/* SoupBinTCP 4.0 server sessions: login, heartbeats both ways, OUCH in (to
+ * the command stream), sequenced data out (live, or replayed from the
+ * login's journal), logout and end of session. Output is gathered per
+ * session and written once per loop iteration. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gw_private.h"
+#include "journal.h"
+#include "ouch.h"
+#include "wire.h"
+
+#define SESS_OF(w, member) ((struct gw_session *)((char *)(w) - offsetof(struct gw_session, member)))
+#define SOUP_MAX_OUT (3 + 8 + OUCH_MAX_LEN) /* one sequenced packet, with room */
+
+static const char *const state_names[GW_SESS_STATE_MAX] = { "login", "active", "closing",
+							     "dead" };
+
+static void set_state(struct gw_session *s, enum gw_sess_state st)
+{
+	if (s->state == st)
+		return;
+	log_debug("session %s: %s -> %s", s->peer, state_names[s->state], state_names[st]);
+	s->state = st;
+}
+
+static void mark_dirty(struct gw_session *s)
+{
+	if (s->dirty || s->state == GW_SESS_DEAD)
+		return;
+	s->dirty = 1;
+	s->next_dirty = s->gw->dirty;
+	s->gw->dirty = s;
+}
+
+/* Room for `need` more bytes at the end of the output buffer (compacts). */
+static uint8_t *out_room(struct gw_session *s, size_t need)
+{
+	if (s->out_cap - s->out_len < need && s->out_off > 0) {
+		memmove(s->out, s->out + s->out_off, s->out_len - s->out_off);
+		s->out_len -= s->out_off;
+		s->out_off = 0;
+	}
+	return s->out_cap - s->out_len >= need ? s->out + s->out_len : NULL;
+}
+
+/* Commits a packet that a soup_build_* call wrote at out_room(); n is its
+ * result. 0, or -ENOSPC when it did not fit. */
+static int out_commit(struct gw_session *s, int n)
+{
+	if (n <= 0)
+		return -ENOSPC;
+	s->out_len += (size_t)n;
+	mark_dirty(s);
+	return 0;
+}
+
+#define OUT_PACKET(s, build, ...) \
+	out_commit((s), out_room((s), SOUP_MAX_OUT) \
+				? build((s)->out + (s)->out_len, SOUP_MAX_OUT, ##__VA_ARGS__) \
+				: -ENOSPC)
+
+static void send_session_event(struct gw *g, struct gw_login *l,
+			       Lockstep__SessionEvent__Kind kind)
+{
+	Lockstep__Command c = LOCKSTEP__COMMAND__INIT;
+	Lockstep__SessionEvent ev = LOCKSTEP__SESSION_EVENT__INIT;
+
+	ev.kind = kind;
+	c.user = l->cred.login;
+	c.firm = l->cred.firm;
+	c.partition = 0;
+	c.body_case = LOCKSTEP__COMMAND__BODY_SESSION;
+	c.session = &ev;
+	if (gw_cmd_submit(g, &c) == 0)
+		g->st.session_events++;
+}
+
+/* Closes the connection at once; the struct is freed by gw_session_reap().
+ * A logged-in login with cancel_on_disconnect gets its session event. */
+static void session_close(struct gw_session *s, int logout)
+{
+	struct gw *g = s->gw;
+
+	if (s->state == GW_SESS_DEAD)
+		return;
+	if (s->login) {
+		if (s->login->cred.cancel_on_disconnect)
+			send_session_event(g, s->login,
+					   logout ? LOCKSTEP__SESSION_EVENT__KIND__CANCEL_ALL
+						  : LOCKSTEP__SESSION_EVENT__KIND__DISCONNECT);
+		log_info("session %s: %s %s", s->peer, s->login->cred.login,
+			 logout ? "logged out" : "disconnected");
+		s->login->sess = NULL;
+		s->login = NULL;
+	}
+	if (!logout)
+		g->st.disconnects++;
+	ev_io_stop(g->loop, &s->rio);
+	ev_io_stop(g->loop, &s->wio);
+	ev_timer_stop(g->loop, &s->timer);
+	close(s->fd);
+	s->fd = -1;
+	set_state(s, GW_SESS_DEAD);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		g->sessions = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->next = g->dead;
+	g->dead = s;
+	g->n_sessions--;
+}
+
+static void protocol_error(struct gw_session *s, const char *what, int err)
+{
+	s->gw->st.protocol_errors++;
+	log_ratelimited(&gw_rl, LOG_LVL_WARNING, "session %s%s%s: %s%s%s: disconnecting", s->peer,
+			s->login ? " " : "", s->login ? s->login->cred.login : "", what,
+			err ? ": " : "", err ? soup_strerror(err) : "");
+	session_close(s, 0);
+}
+
+/* Stops reading and closes once the output is written. */
+static void session_finish(struct gw_session *s, int logout)
+{
+	s->logout = logout;
+	ev_io_stop(s->gw->loop, &s->rio);
+	set_state(s, GW_SESS_CLOSING);
+	mark_dirty(s);
+}
+
+static void login_reject(struct gw_session *s, char reason)
+{
+	s->gw->st.login_rejects++;
+	log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: login rejected (%c)", s->peer,
+			reason);
+	OUT_PACKET(s, soup_build_login_rejected, reason);
+	session_finish(s, 0);
+}
+
+static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
+{
+	struct gw *g = s->gw;
+	struct soup_login req;
+	struct gw_login *l;
+	int rc = soup_decode_login(pkt, &req);
+
+	if (rc < 0) {
+		protocol_error(s, "bad Login Request", rc);
+		return;
+	}
+	l = gw_login_find(g, (const uint8_t *)req.username, strlen(req.username));
+	if (!l || strcasecmp(l->cred.password, req.password) != 0) {
+		login_reject(s, SOUP_REJECT_NOT_AUTHORIZED);
+		return;
+	}
+	if ((req.session[0] && strcmp(req.session, g->soup_session) != 0) || l->sess ||
+	    g->stopping) {
+		login_reject(s, SOUP_REJECT_SESSION_UNAVAILABLE);
+		return;
+	}
+	/* SoupBinTCP: 0 asks for new messages only; n >= 1 replays from n. A
+	 * number past the end means "from the next one". */
+	s->send_seq = (req.seq == 0 || req.seq > l->next_seq) ? l->next_seq : req.seq;
+	s->login = l;
+	l->sess = s;
+	g->st.logins++;
+	set_state(s, GW_SESS_ACTIVE);
+	OUT_PACKET(s, soup_build_login_accepted, g->soup_session, s->send_seq);
+	log_info("session %s: %s logged in, next seq %" PRIu64 " of %" PRIu64, s->peer,
+		 l->cred.login, s->send_seq, l->next_seq);
+}
+
+static void put_enter(Lockstep__NewOrder *o, const struct ouch_enter_order *e)
+{
+	o->token = (char *)e->token;
+	o->side = (uint8_t)e->side;
+	o->shares = e->shares;
+	o->symbol = (char *)e->stock;
+	o->price = e->price;
+	o->tif = e->tif;
+	o->firm = (char *)e->firm;
+	o->display = (uint8_t)e->display;
+	o->capacity = (uint8_t)e->capacity;
+	o->min_qty = e->min_qty;
+	o->iso = (uint8_t)e->iso;
+	o->cross_type = (uint8_t)e->cross_type;
+	o->customer_type = (uint8_t)e->customer_type;
+}
+
+static void put_replace(Lockstep__ReplaceOrder *o, const struct ouch_replace_order *r)
+{
+	o->existing_token = (char *)r->existing_token;
+	o->replacement_token = (char *)r->replacement_token;
+	o->shares = r->shares;
+	o->price = r->price;
+	o->tif = r->tif;
+	o->display = (uint8_t)r->display;
+	o->iso = (uint8_t)r->iso;
+	o->min_qty = r->min_qty;
+}
+
+/* Decodes one OUCH message and submits it as a Command. Values are not
+ * judged here: the matcher accepts or rejects, on the tape. */
+static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
+{
+	Lockstep__Command c = LOCKSTEP__COMMAND__INIT;
+	Lockstep__NewOrder no = LOCKSTEP__NEW_ORDER__INIT;
+	Lockstep__ReplaceOrder ro = LOCKSTEP__REPLACE_ORDER__INIT;
+	Lockstep__CancelOrder co = LOCKSTEP__CANCEL_ORDER__INIT;
+	Lockstep__ModifyOrder mo = LOCKSTEP__MODIFY_ORDER__INIT;
+	struct ouch_msg m;
+	int rc = ouch_decode_inbound(pkt->payload, pkt->len, &m);
+
+	if (rc < 0) {
+		s->gw->st.ouch_malformed++;
+		s->gw->st.protocol_errors++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+				"session %s %s: undecodable OUCH (%s): disconnecting", s->peer,
+				s->login->cred.login, ouch_strerror(rc));
+		session_close(s, 0);
+		return;
+	}
+	c.user = s->login->cred.login;
+	c.firm = s->login->cred.firm;
+	c.partition = 0;
+	switch (m.type) {
+	case OUCH_ENTER_ORDER:
+		put_enter(&no, &m.u.enter);
+		c.body_case = LOCKSTEP__COMMAND__BODY_NEW_ORDER;
+		c.new_order = &no;
+		break;
+	case OUCH_REPLACE_ORDER:
+		put_replace(&ro, &m.u.replace);
+		c.body_case = LOCKSTEP__COMMAND__BODY_REPLACE;
+		c.replace = &ro;
+		break;
+	case OUCH_CANCEL_ORDER:
+		co.token = m.u.cancel.token;
+		co.shares = m.u.cancel.shares;
+		c.body_case = LOCKSTEP__COMMAND__BODY_CANCEL;
+		c.cancel = &co;
+		break;
+	case OUCH_MODIFY_ORDER:
+		mo.token = m.u.modify.token;
+		mo.side = (uint8_t)m.u.modify.side;
+		mo.shares = m.u.modify.shares;
+		c.body_case = LOCKSTEP__COMMAND__BODY_MODIFY;
+		c.modify = &mo;
+		break;
+	default:
+		protocol_error(s, "unexpected OUCH type", 0);
+		return;
+	}
+	s->gw->st.ouch_in++;
+	if (gw_cmd_submit(s->gw, &c) < 0)
+		protocol_error(s, "command could not be journalled", 0);
+}
+
+static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)
+{
+	if (pkt->type == SOUP_DEBUG)
+		return;
+	if (s->state == GW_SESS_LOGIN) {
+		if (pkt->type == SOUP_LOGIN_REQUEST)
+			handle_login(s, pkt);
+		else
+			protocol_error(s, "packet before login", 0);
+		return;
+	}
+	switch (pkt->type) {
+	case SOUP_UNSEQUENCED_DATA:
+		handle_ouch(s, pkt);
+		break;
+	case SOUP_CLIENT_HEARTBEAT:
+		break;
+	case SOUP_LOGOUT_REQUEST:
+		s->gw->st.logouts++;
+		session_finish(s, 1);
+		break;
+	default:
+		protocol_error(s, "second Login Request", 0);
+		break;
+	}
+}
+
+static void on_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct gw_session *s = SESS_OF(w, rio);
+
+	(void)revents;
+	for (int i = 0; i < GW_READS_PER_EVENT && s->state <= GW_SESS_ACTIVE; i++) {
+		struct soup_packet pkt;
+		size_t room;
+		uint8_t *space = soup_parser_space(&s->parser, &room);
+		ssize_t n = room ? read(s->fd, space, room) : 0;
+		int rc;
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		if (n <= 0) {
+			if (n < 0)
+				log_ratelimited(&gw_rl, LOG_LVL_INFO, "session %s: %s", s->peer,
+						strerror(errno));
+			session_close(s, 0);
+			return;
+		}
+		s->last_in = ev_now(loop);
+		soup_parser_feed(&s->parser, (size_t)n);
+		while (s->state <= GW_SESS_ACTIVE &&
+		       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK)
+			handle_packet(s, &pkt);
+		if (s->state > GW_SESS_ACTIVE)
+			return;
+		if (rc != SOUP_E_AGAIN) {
+			protocol_error(s, "bad packet", rc);
+			return;
+		}
+		if ((size_t)n < room)
+			return;
+	}
+}
+
+/* Replays journalled messages the client has not had, as far as the output
+ * buffer and the flushed part of the journal allow. */
+static void catch_up(struct gw_session *s)
+{
+	struct gw_login *l = s->login;
+	uint8_t rec[8 + OUCH_MAX_LEN + 16];
+
+	for (int i = 0; i < GW_CATCHUP_PER_PUMP && s->send_seq < l->flushed_next; i++) {
+		uint8_t *p = out_room(s, SOUP_MAX_OUT);
+		int n, len;
+
+		if (!p)
+			return;
+		len = journal_read(l->j, s->send_seq, rec, sizeof(rec), NULL);
+		if (len < 9) {
+			s->gw->st.journal_errors++;
+			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal record %" PRIu64 ": %s",
+					l->cred.login, s->send_seq,
+					len < 0 ? strerror(-len) : "too short");
+			session_close(s, 0);
+			return;
+		}
+		n = soup_build_sequenced(p, SOUP_MAX_OUT, rec + 8, (uint16_t)(len - 8));
+		if (n < 0)
+			return;
+		s->out_len += (size_t)n;
+		s->send_seq++;
+		s->gw->st.replayed++;
+	}
+}
+
+/* Writes what is buffered; keeps the write watcher on while anything is left
+ * (unwritten bytes, or journal records still to replay). */
+static void session_write(struct gw_session *s)
+{
+	struct gw *g = s->gw;
+
+	if (s->state == GW_SESS_ACTIVE)
+		catch_up(s);
+	while (s->out_off < s->out_len) {
+		ssize_t n = write(s->fd, s->out + s->out_off, s->out_len - s->out_off);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			if (errno == EINTR)
+				continue;
+			log_ratelimited(&gw_rl, LOG_LVL_INFO, "session %s: write: %s", s->peer,
+					strerror(errno));
+			session_close(s, 0);
+			return;
+		}
+		s->out_off += (size_t)n;
+		s->last_out = s->last_progress = ev_now(g->loop);
+	}
+	if (s->out_off == s->out_len)
+		s->out_off = s->out_len = 0;
+	if (s->state == GW_SESS_CLOSING && s->out_len == 0) {
+		session_close(s, s->logout);
+		return;
+	}
+	if (s->out_len > 0 || (s->state == GW_SESS_ACTIVE && s->send_seq < s->login->flushed_next))
+		ev_io_start(g->loop, &s->wio);
+	else
+		ev_io_stop(g->loop, &s->wio);
+}
+
+static void on_write(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	session_write(SESS_OF(w, wio));
+}
+
+/* One timer per session, re-armed for its nearest deadline: idle input,
+ * heartbeat output, and output that makes no progress. */
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct gw_session *s = SESS_OF(w, timer);
+	struct gw *g = s->gw;
+	ev_tstamp now = ev_now(loop), idle = (ev_tstamp)g->cfg.idle_timeout / 1e9;
+	ev_tstamp hb = (ev_tstamp)g->cfg.heartbeat / 1e9, next;
+
+	(void)revents;
+	if (now - s->last_in >= idle) {
+		g->st.idle_drops++;
+		log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: silent for %.1fs: dropped",
+				s->peer, now - s->last_in);
+		session_close(s, 0);
+		return;
+	}
+	if (s->out_len > s->out_off && now - s->last_progress >= idle) {
+		g->st.slow_drops++;
+		log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: not reading: dropped",
+				s->peer);
+		session_close(s, 0);
+		return;
+	}
+	if (s->state == GW_SESS_ACTIVE && now - s->last_out >= hb && s->out_len == 0 &&
+	    OUT_PACKET(s, soup_build_server_heartbeat) == 0)
+		s->last_out = now; /* counts as output from now on */
+	next = s->last_in + idle;
+	if (s->state == GW_SESS_ACTIVE && s->out_len == 0 && s->last_out + hb < next)
+		next = s->last_out + hb;
+	if (s->out_len > s->out_off && s->last_progress + idle < next)
+		next = s->last_progress + idle;
+	ev_timer_set(w, next - now > 0.001 ? next - now : 0.001, 0.);
+	ev_timer_start(loop, w);
+}
+
+void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct gw *g = w->data;
+
+	(void)revents;
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_in peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(g->listen_fd, (struct sockaddr *)&peer, &plen,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct gw_session *s;
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				log_ratelimited(&gw_rl, LOG_LVL_WARNING, "accept: %s",
+						strerror(errno));
+			return;
+		}
+		if (g->n_sessions >= g->cfg.max_sessions || g->stopping ||
+		    !(s = calloc(1, sizeof(*s) + g->cfg.out_buffer))) {
+			g->st.refused++;
+			log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+					"connection refused: %zu sessions (max %" PRIu64 ")",
+					g->n_sessions, g->cfg.max_sessions);
+			close(fd);
+			continue;
+		}
+		(void)net_tcp_tune(fd);
+		s->gw = g;
+		s->fd = fd;
+		s->out_cap = g->cfg.out_buffer;
+		s->state = GW_SESS_LOGIN;
+		s->last_in = s->last_out = s->last_progress = ev_now(loop);
+		net_format_addr(&peer, s->peer, sizeof(s->peer));
+		soup_parser_init(&s->parser, s->in, sizeof(s->in), GW_MAX_IN_PAYLOAD,
+				 SOUP_FROM_CLIENT);
+		ev_io_init(&s->rio, on_read, fd, EV_READ);
+		ev_io_init(&s->wio, on_write, fd, EV_WRITE);
+		ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
+		ev_io_start(loop, &s->rio);
+		ev_timer_start(loop, &s->timer);
+		s->next = g->sessions;
+		if (g->sessions)
+			g->sessions->prev = s;
+		g->sessions = s;
+		g->n_sessions++;
+		g->st.accepted++;
+		log_debug("session %s: connected", s->peer);
+	}
+}
+
+void gw_session_offer(struct gw_login *l, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct gw_session *s = l->sess;
+
+	if (!s || s->state != GW_SESS_ACTIVE || s->send_seq != seq)
+		return; /* behind: catch_up() reads it from the journal */
+	if (OUT_PACKET(s, soup_build_sequenced, msg, (uint16_t)len) == 0) {
+		s->send_seq++;
+		s->gw->st.out_msgs++;
+	}
+}
+
+void gw_session_wake(struct gw_session *s)
+{
+	if (s->state == GW_SESS_ACTIVE && s->send_seq < s->login->flushed_next)
+		mark_dirty(s);
+}
+
+void gw_session_flush_all(struct gw *g)
+{
+	while (g->dirty) {
+		struct gw_session *s = g->dirty;
+
+		g->dirty = s->next_dirty;
+		s->dirty = 0;
+		s->next_dirty = NULL;
+		if (s->state != GW_SESS_DEAD)
+			session_write(s);
+	}
+}
+
+void gw_session_reap(struct gw *g)
+{
+	while (g->dead) {
+		struct gw_session *s = g->dead;
+
+		g->dead = s->next;
+		if (s->dirty) {
+			/* still on the dirty list: unlink it first */
+			struct gw_session **pp = &g->dirty;
+
+			while (*pp && *pp != s)
+				pp = &(*pp)->next_dirty;
+			if (*pp)
+				*pp = s->next_dirty;
+		}
+		free(s);
+	}
+}
+
+/* Shutdown: End of Session to every logged-in client, one write attempt
+ * each, then every connection is closed. */
+void gw_session_end_all(struct gw *g)
+{
+	for (struct gw_session *s = g->sessions; s; s = s->next) {
+		if (s->state != GW_SESS_ACTIVE)
+			continue;
+		OUT_PACKET(s, soup_build_end_of_session);
+		session_finish(s, 0);
+	}
+	gw_session_flush_all(g);
+	while (g->sessions)
+		session_close(g->sessions, 0);
+}

@@ -1,0 +1,166 @@
+/* The matching engine: the deterministic core that every matcher replica runs
+ * on the committed, totally ordered tape.
+ *
+ * Determinism: the engine reads no clock and no randomness and never looks at
+ * pointer values. Order reference numbers, match numbers, priorities and
+ * expiries derive only from the commands, their order and the tape times that
+ * the caller passes in, so replicas fed the same tape emit the same messages
+ * and report the same engine_hash() bit for bit.
+ *
+ * Memory: engine_create() allocates everything once (order pool, token table,
+ * level pool and per-side level arrays, expiry heap, user table);
+ * engine_apply() never allocates. A command that needs a resource that is
+ * exhausted is Rejected with reason 'O' (OUCH_REJ_OTHER).
+ *
+ * Semantics (OUCH 4.2 where the specification says, lockstep's choices where
+ * it does not):
+ *  - Price-time priority per symbol; executions at the resting order's price;
+ *    within a price level displayed orders (Display A, Y, P) come first, then
+ *    non-displayed ones (N), each first in, first out.
+ *  - Accepted always carries state 'L' (live); an order that cannot rest is
+ *    then executed and/or Canceled in the messages that follow it.
+ *  - Every execution gives a match number (1, 2, ...) and two Executed
+ *    messages: first the resting order's (liquidity 'A'), then the incoming
+ *    order's (liquidity 'R').
+ *  - Order reference numbers count from 1; every Accepted and every Replaced
+ *    takes the next one.
+ *  - Tokens are day-unique per user: an Enter, or a Replace whose replacement
+ *    token, the user has already used (even on an order that has died, been
+ *    replaced or been rejected) is silently ignored (OUCH 4.2: "ignored"),
+ *    counted in ignored_duplicates. A Rejected Enter consumes its token (when
+ *    the token table has room), so a resent copy is ignored, not re-rejected.
+ *  - Replace (OUCH 4.2): if the existing order is not live, or the replacement
+ *    token was already used, the Replace is silently ignored (ignored_dead or
+ *    ignored_duplicates). If the existing order is live but the replace is
+ *    invalid (a field that Enter would reject, a post-only replacement that
+ *    would execute, or a full pool), the existing order is Canceled (reason
+ *    'Z', system) and the replacement token is not consumed. Otherwise
+ *    Replaced (with a new order reference number); the order keeps its time
+ *    priority when the price and the display class (displayed or not) are
+ *    unchanged, the shares are not increased and it can still rest (not IOC),
+ *    else it goes to the back of its new price level and, when marketable,
+ *    executes like a new order. Replace's shares are the new open shares.
+ *  - Cancel: shares is the new intended open size; 0 cancels all; a size at or
+ *    above the open size does nothing; Canceled carries the decrement with
+ *    reason 'U'; an unknown or dead token gets a Cancel Reject.
+ *  - Modify: changes the side among S, T and E (a sell stays a sell, a buy
+ *    stays a buy) and/or lowers the open shares, keeping priority; answered by
+ *    Order Modified with the new side and open shares (0 shares: the order
+ *    leaves the book and Order Modified is its last message). An unknown or
+ *    dead token, a share increase or another side change is ignored
+ *    (ignored_dead / ignored_invalid), as OUCH ignores share increases.
+ *  - Time in force: 0 is IOC (rest Canceled 'I' after the executions); 99998
+ *    and 99999 rest for the day; 1..86400 seconds rest until tape time reaches
+ *    entry (or replace) time + TIF, then are Canceled with reason 'T' before
+ *    the next command is applied (or in engine_advance_time), in order of
+ *    expiry time, then of order reference number. Market orders (price
+ *    OUCH_PRICE_MARKET) match at any price and never rest (they must carry
+ *    TIF 0: ouch_validate_* rejects others with 'X').
+ *  - Minimum quantity applies on entry only: when the liquidity executable at
+ *    once (before any self-match) is below it, nothing executes, and the order
+ *    is Canceled 'I' when IOC, else rests in full (even if that crosses).
+ *  - Post-only (Display P) that would execute (crosses the other side's best
+ *    price) is Rejected with OUCH_REJ_POST_ONLY_WOULD_TAKE.
+ *  - Self-match prevention by firm (the login's firm of the command, not the
+ *    Enter's firm field): when the incoming order reaches a resting order of
+ *    its own firm, its remaining shares are Canceled with reason 'Q'; earlier
+ *    executions stand. A login with an empty firm is never self-matched.
+ *  - Validation order for Enter: unknown symbol ('S'), then
+ *    ouch_validate_enter(), then the tick ('X'), then pools ('O') and
+ *    post-only; a token already used is ignored whatever else is wrong.
+ *  - CANCEL_ALL cancels every open order of the user (reason 'U') in the order
+ *    they were entered (a replaced order keeps its place).
+ *  - Outbound timestamps are tape_ns modulo one day (ns since midnight UTC).
+ */
+#ifndef LOCKSTEP_ENGINE_H
+#define LOCKSTEP_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ouch.h"
+
+struct engine;
+
+struct engine_config {
+	const char *const *symbols; /* the symbols this partition trades, 1..8 chars, distinct */
+	size_t n_symbols;
+	uint32_t max_shares; /* shares per order, e.g. 1,000,000 */
+	uint32_t max_orders; /* open orders at once, e.g. 1 << 20 */
+	uint32_t max_tokens; /* tokens remembered for the day, e.g. 1 << 22 */
+	uint32_t max_levels; /* price levels per side per symbol, e.g. 1024 */
+	uint32_t max_users; /* distinct logins; 0 means 65536 */
+};
+
+enum engine_cmd_kind {
+	ENGINE_ENTER,
+	ENGINE_REPLACE,
+	ENGINE_CANCEL,
+	ENGINE_MODIFY,
+	ENGINE_CANCEL_ALL, /* logout / disconnect with cancel-on-disconnect */
+};
+
+struct engine_cmd {
+	enum engine_cmd_kind kind;
+	char user[7]; /* SoupBinTCP login, NUL-terminated */
+	char firm[5]; /* the login's firm (self-match prevention), NUL-terminated */
+	union {
+		struct ouch_enter_order enter;
+		struct ouch_replace_order replace;
+		struct ouch_cancel_order cancel;
+		struct ouch_modify_order modify;
+	} u;
+};
+
+/* Every outbound message goes to one user; msg (zero-filled, then set) is
+ * valid only during the call. */
+typedef void (*engine_emit_fn)(void *ctx, const char *user, const struct ouch_msg *msg);
+
+/* Allocates everything the engine will ever use; 0, -EINVAL (bad config) or
+ * -ENOMEM. *out is untouched on failure. */
+int engine_create(struct engine **out, const struct engine_config *cfg);
+void engine_destroy(struct engine *e); /* accepts NULL */
+
+/* Applies one committed tape event: seq and tape_ns (ns since the epoch) come
+ * from the tape. Orders whose TIF has passed at tape_ns are expired first.
+ * emit may be NULL (messages are then dropped). */
+void engine_apply(struct engine *e, uint64_t seq, uint64_t tape_ns, const struct engine_cmd *cmd,
+		  engine_emit_fn emit, void *ctx);
+/* Advances tape time with no command (heartbeats): expires orders. */
+void engine_advance_time(struct engine *e, uint64_t tape_ns, engine_emit_fn emit, void *ctx);
+
+/* The state hash: the XOR of an XXH3 of every open order's full state
+ * (maintained incrementally), combined with the counters. Equal books and
+ * counters give equal hashes on every replica. */
+uint64_t engine_hash(const struct engine *e);
+
+struct engine_stats {
+	uint64_t commands; /* engine_apply calls */
+	uint64_t last_seq; /* seq of the last engine_apply */
+	uint64_t orders_open;
+	uint64_t accepted; /* Accepted messages */
+	uint64_t replaced; /* Replaced messages */
+	uint64_t rejects; /* Rejected messages (and replaces answered by a cancel) */
+	uint64_t canceled; /* Canceled messages, all reasons */
+	uint64_t expired; /* Canceled 'T' */
+	uint64_t self_match_cancels; /* Canceled 'Q' */
+	uint64_t cancel_rejects; /* Cancel Reject messages */
+	uint64_t modified; /* Order Modified messages */
+	uint64_t matches; /* executions (match numbers given) */
+	uint64_t shares_matched;
+	uint64_t ignored_duplicates; /* Enter/Replace with an already used token */
+	uint64_t ignored_dead; /* Replace/Modify of an unknown or dead order */
+	uint64_t ignored_invalid; /* Modify that OUCH ignores; unknown command kind */
+	uint64_t tokens; /* tokens remembered */
+	uint64_t users; /* logins seen */
+	uint64_t messages; /* outbound messages */
+};
+
+void engine_get_stats(const struct engine *e, struct engine_stats *out);
+
+/* Checks the book's invariants and recomputes the state hash from scratch:
+ * 0, or -EUCLEAN when something is inconsistent. O(open orders); for tests
+ * and offline verification, not for the hot path. */
+int engine_verify(const struct engine *e);
+
+#endif

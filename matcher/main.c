@@ -1,0 +1,43 @@
+/* lockstep-matcher: one replica of one partition's matching engine. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "matcher.h"
+
+static void on_stop(struct ev_loop *loop, void *ctx)
+{
+	matcher_stop(ctx);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+int main(int argc, char **argv)
+{
+	static struct matcher_config cfg;
+	struct daemon_args args;
+	struct daemon_signals sig = { .on_stop = on_stop };
+	struct ev_loop *loop = EV_DEFAULT;
+	struct matcher *m;
+	int r, err;
+
+	r = daemon_start(argc, argv, "lockstep-matcher",
+			 "Applies the committed tape to the order books of one partition, in order, and\n"
+			 "publishes the executions as a MoldUDP64 stream; replicas of a partition\n"
+			 "publish identical streams.",
+			 &matcher_config_spec, &cfg, &cfg.node, &args);
+	if (r != 0)
+		return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+	err = matcher_create(&m, loop, &cfg);
+	if (err < 0) {
+		log_err("cannot start: %s", strerror(-err));
+		return EXIT_FAILURE;
+	}
+	sig.ctx = m;
+	daemon_signals_start(&sig, loop);
+	ev_run(loop, 0);
+	daemon_signals_stop(&sig, loop);
+	matcher_destroy(m);
+	log_notice("stopped");
+	return EXIT_SUCCESS;
+}

@@ -1,0 +1,35 @@
+/* The matcher daemon around the engine: receives the tape, repairs its gaps,
+ * applies committed events in order, publishes the execution stream and
+ * serves its retransmissions. */
+#ifndef LOCKSTEP_MATCHER_H
+#define LOCKSTEP_MATCHER_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "daemon.h"
+
+struct matcher_config {
+	struct node_config node;
+	char tape_group[64], tape_iface[64], tape_session[16], tape_retrans[64];
+	char exec_group[64], exec_retrans[64];
+	uint64_t partition;
+	char symbols[512];
+	uint64_t max_shares, max_orders, max_tokens, max_levels;
+	uint64_t ring; /* exec blocks kept for retransmission */
+	uint64_t rcvbuf, sndbuf;
+	uint64_t heartbeat_ns, retrans_wait_ns;
+	uint64_t batch, max_datagram;
+};
+
+extern const struct config_spec matcher_config_spec;
+
+struct matcher;
+
+int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matcher_config *cfg);
+void matcher_destroy(struct matcher *m);
+/* Flushes and says goodbye on the exec stream (end of session). */
+void matcher_stop(struct matcher *m);
+
+#endif

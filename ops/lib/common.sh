@@ -1,0 +1,45 @@
+# Shared by ops/ scripts: the package list and the build.
+# shellcheck shell=bash
+
+# Everything lockstep needs to build, test and run on Debian 12. The README
+# gives the same list; configure names the package of anything missing.
+LOCKSTEP_PACKAGES=(
+	gcc make autoconf automake pkg-config
+	libev-dev libprotobuf-c-dev protobuf-c-compiler
+	libnl-3-dev libnl-route-3-dev libinih-dev libxxhash-dev check
+	clang python3 iproute2 procps
+)
+
+ops_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+say() { printf '%s: %s\n' "${0##*/}" "$*"; }
+die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+# Installs what is missing (as root, with apt-get), or says what to install.
+ensure_packages() {
+	local missing=() p
+	for p in "${LOCKSTEP_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		die "missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})"
+	fi
+	say "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# bootstrap: autoreconf once per change of the build files.
+bootstrap() {
+	(cd "$ops_root" && autoreconf -fi >/dev/null 2>&1) || (cd "$ops_root" && autoreconf -fi)
+}
+
+# build DIR [configure flags...]: an out-of-tree build in $ops_root/_build/DIR.
+build() {
+	local dir=$ops_root/_build/$1
+	shift
+	mkdir -p "$dir"
+	(cd "$dir" && "$ops_root/configure" -q "$@" && make -j"$(nproc)" -s)
+}

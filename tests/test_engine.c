@@ -1,0 +1,1208 @@
+/* The matching engine: exact outbound messages for each order kind, every
+ * reject reason, expiry, pool exhaustion, and determinism over a long random
+ * tape (with a throughput figure printed, not asserted). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "engine.h"
+
+#define NS 1000000000ull
+#define DAY (86400ull * NS)
+/* 2024-01-02 14:30:00 UTC */
+#define T0 (19724ull * DAY + (14ull * 3600 + 30 * 60) * NS)
+#define P(d, c) ((uint32_t)((d) * 10000u + (c) * 100u)) /* dollars, cents */
+
+/* Copies a C string into a fixed field, truncating, always terminated. */
+static void scopy(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* --- capture -------------------------------------------------------------- */
+
+struct out {
+	char user[8];
+	struct ouch_msg m;
+};
+
+struct cap {
+	struct out *v;
+	size_t n, cap;
+	int store; /* keep messages (else only digest) */
+	XXH3_state_t *digest;
+	uint64_t total;
+};
+
+static void capture(void *ctx, const char *user, const struct ouch_msg *m)
+{
+	struct cap *c = ctx;
+	char u[8] = { 0 };
+	uint8_t wire[OUCH_MAX_LEN];
+	int len = ouch_encode_outbound(m, wire, sizeof(wire));
+
+	/* every message the engine emits is one the OUCH codec can send */
+	ck_assert_msg(len > 0, "type %c: encode error %d", m->type, len);
+	scopy(u, sizeof(u), user);
+	c->total++;
+	if (c->digest) {
+		XXH3_64bits_update(c->digest, u, sizeof(u));
+		XXH3_64bits_update(c->digest, m, sizeof(*m));
+	}
+	if (!c->store)
+		return;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 64;
+		c->v = realloc(c->v, c->cap * sizeof(*c->v));
+		ck_assert_ptr_nonnull(c->v);
+	}
+	memcpy(c->v[c->n].user, u, sizeof(u));
+	c->v[c->n].m = *m;
+	c->n++;
+}
+
+/* --- a small engine and command builders ---------------------------------- */
+
+static const char *const syms[] = { "AAPL", "MSFT", "ZVZZT" };
+static struct engine *E;
+static struct cap C;
+static uint64_t T, SEQ;
+
+static void setup_with(uint32_t max_orders, uint32_t max_tokens, uint32_t max_levels, uint32_t max_users)
+{
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = max_orders,
+		.max_tokens = max_tokens, .max_levels = max_levels, .max_users = max_users,
+	};
+
+	ck_assert_int_eq(engine_create(&E, &cfg), 0);
+	memset(&C, 0, sizeof(C));
+	C.store = 1;
+	T = T0;
+	SEQ = 0;
+}
+
+static void setup(void)
+{
+	setup_with(1024, 4096, 64, 0);
+}
+
+static void teardown(void)
+{
+	ck_assert_int_eq(engine_verify(E), 0);
+	engine_destroy(E);
+	free(C.v);
+	E = NULL;
+}
+
+static struct engine_cmd base(enum engine_cmd_kind kind, const char *user, const char *firm)
+{
+	struct engine_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = kind;
+	scopy(c.user, sizeof(c.user), user);
+	scopy(c.firm, sizeof(c.firm), firm);
+	return c;
+}
+
+static struct engine_cmd enter_full(const char *user, const char *firm, const char *token, char side,
+				    uint32_t shares, const char *stock, uint32_t price, uint32_t tif,
+				    char display, uint32_t min_qty)
+{
+	struct engine_cmd c = base(ENGINE_ENTER, user, firm);
+	struct ouch_enter_order *o = &c.u.enter;
+
+	scopy(o->token, sizeof(o->token), token);
+	o->side = side;
+	o->shares = shares;
+	scopy(o->stock, sizeof(o->stock), stock);
+	o->price = price;
+	o->tif = tif;
+	scopy(o->firm, sizeof(o->firm), firm);
+	o->display = display;
+	o->capacity = OUCH_CAP_AGENCY;
+	o->iso = 'N';
+	o->min_qty = min_qty;
+	o->cross_type = OUCH_CROSS_NONE;
+	o->customer_type = ' ';
+	return c;
+}
+
+/* A day limit order, displayed, on AAPL. */
+static struct engine_cmd lim(const char *user, const char *firm, const char *token, char side,
+			     uint32_t shares, uint32_t price)
+{
+	return enter_full(user, firm, token, side, shares, "AAPL", price, OUCH_TIF_SYSTEM_HOURS, 'Y', 0);
+}
+
+static struct engine_cmd replace(const char *user, const char *old, const char *new, uint32_t shares,
+				 uint32_t price, uint32_t tif, char display, uint32_t min_qty)
+{
+	struct engine_cmd c = base(ENGINE_REPLACE, user, "");
+	struct ouch_replace_order *r = &c.u.replace;
+
+	scopy(r->existing_token, sizeof(r->existing_token), old);
+	scopy(r->replacement_token, sizeof(r->replacement_token), new);
+	r->shares = shares;
+	r->price = price;
+	r->tif = tif;
+	r->display = display;
+	r->iso = 'N';
+	r->min_qty = min_qty;
+	return c;
+}
+
+static struct engine_cmd cxl(const char *user, const char *token, uint32_t shares)
+{
+	struct engine_cmd c = base(ENGINE_CANCEL, user, "");
+
+	scopy(c.u.cancel.token, sizeof(c.u.cancel.token), token);
+	c.u.cancel.shares = shares;
+	return c;
+}
+
+static struct engine_cmd mod(const char *user, const char *token, char side, uint32_t shares)
+{
+	struct engine_cmd c = base(ENGINE_MODIFY, user, "");
+
+	scopy(c.u.modify.token, sizeof(c.u.modify.token), token);
+	c.u.modify.side = side;
+	c.u.modify.shares = shares;
+	return c;
+}
+
+/* Applies one command at the current tape time; C holds only its messages. */
+static void apply(struct engine_cmd c)
+{
+	C.n = 0;
+	engine_apply(E, ++SEQ, T, &c, capture, &C);
+}
+
+static void advance(uint64_t ns)
+{
+	T += ns;
+	C.n = 0;
+	engine_advance_time(E, T, capture, &C);
+}
+
+/* --- expectations ---------------------------------------------------------- */
+
+static const struct ouch_msg *msg_at(size_t i, const char *user, char type)
+{
+	ck_assert_msg(i < C.n, "message %zu of %zu missing", i, C.n);
+	ck_assert_str_eq(C.v[i].user, user);
+	ck_assert_msg(C.v[i].m.type == type, "message %zu: type %c, expected %c", i, C.v[i].m.type, type);
+	return &C.v[i].m;
+}
+
+static void n_msgs(size_t n)
+{
+	ck_assert_msg(C.n == n, "%zu messages, expected %zu", C.n, n);
+}
+
+static uint64_t accepted(size_t i, const char *user, const char *token)
+{
+	const struct ouch_accepted *a = &msg_at(i, user, OUCH_ACCEPTED)->u.accepted;
+
+	ck_assert_str_eq(a->token, token);
+	ck_assert_uint_eq(a->timestamp, T % DAY);
+	ck_assert_int_eq(a->state, OUCH_STATE_LIVE);
+	return a->order_ref;
+}
+
+static void executed(size_t i, const char *user, const char *token, uint32_t shares, uint32_t price,
+		     char liq, uint64_t match)
+{
+	const struct ouch_executed *x = &msg_at(i, user, OUCH_EXECUTED)->u.executed;
+
+	ck_assert_str_eq(x->token, token);
+	ck_assert_uint_eq(x->shares, shares);
+	ck_assert_uint_eq(x->price, price);
+	ck_assert_int_eq(x->liquidity, liq);
+	ck_assert_uint_eq(x->match, match);
+	ck_assert_uint_eq(x->timestamp, T % DAY);
+}
+
+/* Both sides of match number m: the resting order's message, then the taker's. */
+static void fill(size_t i, const char *ruser, const char *rtoken, const char *tuser, const char *ttoken,
+		 uint32_t shares, uint32_t price, uint64_t match)
+{
+	executed(i, ruser, rtoken, shares, price, OUCH_LIQ_ADDED, match);
+	executed(i + 1, tuser, ttoken, shares, price, OUCH_LIQ_REMOVED, match);
+}
+
+static void canceled(size_t i, const char *user, const char *token, uint32_t dec, char reason)
+{
+	const struct ouch_canceled *x = &msg_at(i, user, OUCH_CANCELED)->u.canceled;
+
+	ck_assert_str_eq(x->token, token);
+	ck_assert_uint_eq(x->decrement, dec);
+	ck_assert_int_eq(x->reason, reason);
+	ck_assert_uint_eq(x->timestamp, T % DAY);
+}
+
+static void rejected(size_t i, const char *user, const char *token, char reason)
+{
+	const struct ouch_rejected *x = &msg_at(i, user, OUCH_REJECTED)->u.rejected;
+
+	ck_assert_str_eq(x->token, token);
+	ck_assert_msg(x->reason == reason, "reject reason %c, expected %c", x->reason, reason);
+}
+
+static uint64_t replaced(size_t i, const char *user, const char *token, const char *prev,
+			 uint32_t shares, uint32_t price)
+{
+	const struct ouch_replaced *x = &msg_at(i, user, OUCH_REPLACED)->u.replaced;
+
+	ck_assert_str_eq(x->replacement_token, token);
+	ck_assert_str_eq(x->previous_token, prev);
+	ck_assert_uint_eq(x->shares, shares);
+	ck_assert_uint_eq(x->price, price);
+	ck_assert_int_eq(x->state, OUCH_STATE_LIVE);
+	return x->order_ref;
+}
+
+/* Enters a resting order that must be accepted without executing. */
+static void rest(struct engine_cmd c)
+{
+	apply(c);
+	n_msgs(1);
+	accepted(0, c.user, c.u.enter.token);
+}
+
+static struct engine_stats stats(void)
+{
+	struct engine_stats s;
+
+	engine_get_stats(E, &s);
+	return s;
+}
+
+/* --- crosses and priority ------------------------------------------------- */
+
+START_TEST(cross_and_partial_fill)
+{
+	const struct ouch_accepted *a;
+
+	rest(lim("alice", "FA", "a1", 'S', 100, P(10, 0)));
+	a = &C.v[0].m.u.accepted;
+	ck_assert_uint_eq(a->order_ref, 1);
+	ck_assert_int_eq(a->side, 'S');
+	ck_assert_uint_eq(a->shares, 100);
+	ck_assert_str_eq(a->stock, "AAPL");
+	ck_assert_uint_eq(a->price, P(10, 0));
+	ck_assert_uint_eq(a->tif, OUCH_TIF_SYSTEM_HOURS);
+	ck_assert_str_eq(a->firm, "FA");
+	ck_assert_int_eq(a->display, 'Y');
+	ck_assert_int_eq(a->capacity, 'A');
+	ck_assert_int_eq(a->cross_type, 'N');
+
+	/* a buy for 30 at the same price: one match at the resting price */
+	apply(lim("bob", "FB", "b1", 'B', 30, P(10, 0)));
+	n_msgs(3);
+	ck_assert_uint_eq(accepted(0, "bob", "b1"), 2);
+	fill(1, "alice", "a1", "bob", "b1", 30, P(10, 0), 1);
+
+	/* a buy for 100 at 10.01 takes the 70 left at 10.00 and rests 30 */
+	apply(lim("bob", "FB", "b2", 'B', 100, P(10, 1)));
+	n_msgs(3);
+	accepted(0, "bob", "b2");
+	fill(1, "alice", "a1", "bob", "b2", 70, P(10, 0), 2);
+	ck_assert_uint_eq(stats().orders_open, 1);
+
+	/* the rest of b2 is at 10.01 */
+	apply(lim("carol", "FC", "c1", 'S', 50, P(10, 1)));
+	n_msgs(3);
+	accepted(0, "carol", "c1");
+	fill(1, "bob", "b2", "carol", "c1", 30, P(10, 1), 3);
+	/* and c1 rests 20 at 10.01: a sell at 10.02 does not cross a bid */
+	ck_assert_uint_eq(stats().orders_open, 1);
+	ck_assert_uint_eq(stats().matches, 3);
+	ck_assert_uint_eq(stats().shares_matched, 130);
+}
+END_TEST
+
+START_TEST(time_priority_at_one_price)
+{
+	rest(lim("u1", "F1", "t1", 'S', 100, P(10, 0)));
+	rest(lim("u2", "F2", "t2", 'S', 100, P(10, 0)));
+	rest(lim("u3", "F3", "t3", 'S', 100, P(10, 0)));
+	apply(lim("bob", "FB", "b1", 'B', 250, P(10, 0)));
+	n_msgs(7);
+	fill(1, "u1", "t1", "bob", "b1", 100, P(10, 0), 1);
+	fill(3, "u2", "t2", "bob", "b1", 100, P(10, 0), 2);
+	fill(5, "u3", "t3", "bob", "b1", 50, P(10, 0), 3);
+}
+END_TEST
+
+START_TEST(price_priority_across_prices)
+{
+	rest(lim("u1", "F1", "t1", 'S', 100, P(10, 2)));
+	rest(lim("u2", "F2", "t2", 'S', 100, P(10, 0)));
+	rest(lim("u3", "F3", "t3", 'S', 100, P(10, 1)));
+	rest(lim("u4", "F4", "t4", 'S', 100, P(10, 0)));
+	/* best price first, then time: t2, t4 at 10.00, t3 at 10.01; t1 not reached */
+	apply(lim("bob", "FB", "b1", 'B', 350, P(10, 1)));
+	n_msgs(7);
+	fill(1, "u2", "t2", "bob", "b1", 100, P(10, 0), 1);
+	fill(3, "u4", "t4", "bob", "b1", 100, P(10, 0), 2);
+	fill(5, "u3", "t3", "bob", "b1", 100, P(10, 1), 3);
+	/* the remaining 50 rest at 10.01, below t1 at 10.02 */
+	ck_assert_uint_eq(stats().orders_open, 2);
+	apply(lim("u5", "F5", "t5", 'S', 80, P(10, 1)));
+	n_msgs(3);
+	fill(1, "bob", "b1", "u5", "t5", 50, P(10, 1), 4);
+	ck_assert_uint_eq(stats().orders_open, 2);
+}
+END_TEST
+
+/* --- cancel, replace, modify ---------------------------------------------- */
+
+START_TEST(cancel_and_partial_cancel)
+{
+	rest(lim("u1", "F1", "x", 'S', 100, P(10, 0)));
+	rest(lim("u2", "F2", "y", 'S', 100, P(10, 0)));
+	/* partial cancel: down to 60, keeps its place */
+	apply(cxl("u1", "x", 60));
+	n_msgs(1);
+	canceled(0, "u1", "x", 40, OUCH_CXL_USER);
+	/* a size at or above the open size does nothing */
+	apply(cxl("u1", "x", 60));
+	n_msgs(0);
+	apply(cxl("u1", "x", 100));
+	n_msgs(0);
+	apply(lim("bob", "FB", "b", 'B', 70, P(10, 0)));
+	n_msgs(5);
+	fill(1, "u1", "x", "bob", "b", 60, P(10, 0), 1);
+	fill(3, "u2", "y", "bob", "b", 10, P(10, 0), 2);
+	/* x is dead: a cancel of it is refused */
+	apply(cxl("u1", "x", 0));
+	n_msgs(1);
+	ck_assert_str_eq(msg_at(0, "u1", OUCH_CANCEL_REJECT)->u.cancel_reject.token, "x");
+	/* full cancel */
+	apply(cxl("u2", "y", 0));
+	n_msgs(1);
+	canceled(0, "u2", "y", 90, OUCH_CXL_USER);
+	/* unknown token, and another user's token */
+	apply(cxl("u2", "nope", 0));
+	n_msgs(1);
+	msg_at(0, "u2", OUCH_CANCEL_REJECT);
+	rest(lim("u1", "F1", "z", 'S', 100, P(10, 0)));
+	apply(cxl("u2", "z", 0));
+	n_msgs(1);
+	msg_at(0, "u2", OUCH_CANCEL_REJECT);
+	ck_assert_uint_eq(stats().orders_open, 1);
+	ck_assert_uint_eq(stats().cancel_rejects, 3);
+}
+END_TEST
+
+START_TEST(replace_keeps_priority)
+{
+	uint64_t ref;
+
+	rest(lim("u1", "F1", "x", 'S', 100, P(10, 0)));
+	rest(lim("u2", "F2", "y", 'S', 100, P(10, 0)));
+	/* same price, fewer shares: keeps its place, new reference number */
+	apply(replace("u1", "x", "x2", 80, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(1);
+	ref = replaced(0, "u1", "x2", "x", 80, P(10, 0));
+	ck_assert_uint_eq(ref, 3);
+	ck_assert_str_eq(C.v[0].m.u.replaced.stock, "AAPL");
+	ck_assert_int_eq(C.v[0].m.u.replaced.side, 'S');
+	apply(lim("bob", "FB", "b", 'B', 90, P(10, 0)));
+	n_msgs(5);
+	fill(1, "u1", "x2", "bob", "b", 80, P(10, 0), 1);
+	fill(3, "u2", "y", "bob", "b", 10, P(10, 0), 2);
+	/* the old token is dead now */
+	apply(cxl("u1", "x", 0));
+	msg_at(0, "u1", OUCH_CANCEL_REJECT);
+}
+END_TEST
+
+START_TEST(replace_loses_priority)
+{
+	rest(lim("u1", "F1", "x", 'S', 100, P(10, 0)));
+	rest(lim("u2", "F2", "y", 'S', 100, P(10, 0)));
+	/* more shares: to the back */
+	apply(replace("u1", "x", "x2", 150, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(1);
+	replaced(0, "u1", "x2", "x", 150, P(10, 0));
+	apply(lim("bob", "FB", "b", 'B', 120, P(10, 0)));
+	n_msgs(5);
+	fill(1, "u2", "y", "bob", "b", 100, P(10, 0), 1);
+	fill(3, "u1", "x2", "bob", "b", 20, P(10, 0), 2);
+	/* a price change, here to a marketable one, executes like a new order */
+	rest(lim("u3", "F3", "bid", 'B', 50, P(9, 95)));
+	apply(replace("u1", "x2", "x3", 100, P(9, 95), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(3);
+	replaced(0, "u1", "x3", "x2", 100, P(9, 95));
+	fill(1, "u3", "bid", "u1", "x3", 50, P(9, 95), 3);
+	ck_assert_uint_eq(stats().orders_open, 1); /* x3: 50 at 9.95 */
+	/* a display change from displayed to non-displayed also goes to the back */
+	rest(lim("u4", "F4", "w", 'S', 10, P(9, 95)));
+	apply(replace("u1", "x3", "x4", 50, P(9, 95), OUCH_TIF_SYSTEM_HOURS, 'N', 0));
+	replaced(0, "u1", "x4", "x3", 50, P(9, 95));
+	apply(lim("bob", "FB", "b2", 'B', 20, P(9, 95)));
+	n_msgs(5);
+	fill(1, "u4", "w", "bob", "b2", 10, P(9, 95), 4);
+	fill(3, "u1", "x4", "bob", "b2", 10, P(9, 95), 5);
+}
+END_TEST
+
+START_TEST(replace_ignored_and_invalid)
+{
+	struct engine_stats s;
+
+	rest(lim("u1", "F1", "x", 'S', 100, P(10, 0)));
+	rest(lim("u1", "F1", "used", 'S', 100, P(10, 5)));
+	/* replacement token already used: silently ignored */
+	apply(replace("u1", "x", "used", 50, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(0);
+	apply(replace("u1", "x", "x", 50, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(0);
+	/* existing order unknown: silently ignored */
+	apply(replace("u1", "nope", "n2", 50, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(0);
+	apply(replace("u9", "x", "n3", 50, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(0);
+	s = stats();
+	ck_assert_uint_eq(s.ignored_duplicates, 2);
+	ck_assert_uint_eq(s.ignored_dead, 2);
+	/* live but invalid (off tick): the existing order is canceled, and the
+	 * replacement token is not consumed */
+	apply(replace("u1", "x", "x2", 50, P(10, 0) + 50, OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(1);
+	canceled(0, "u1", "x", 100, OUCH_CXL_SYSTEM);
+	rest(lim("u1", "F1", "x2", 'S', 10, P(10, 0)));
+	/* dead existing order: ignored */
+	apply(replace("u1", "x", "x3", 50, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(0);
+	/* a post-only replacement that would take: canceled */
+	rest(lim("u2", "F2", "bid", 'B', 10, P(9, 90)));
+	apply(replace("u1", "x2", "x4", 10, P(9, 90), OUCH_TIF_SYSTEM_HOURS, 'P', 0));
+	n_msgs(1);
+	canceled(0, "u1", "x2", 10, OUCH_CXL_SYSTEM);
+	/* IOC replacement that does not execute: Replaced then Canceled 'I' */
+	apply(replace("u1", "used", "u2", 30, P(10, 5), OUCH_TIF_IOC, 'Y', 0));
+	n_msgs(2);
+	replaced(0, "u1", "u2", "used", 30, P(10, 5));
+	canceled(1, "u1", "u2", 30, OUCH_CXL_IOC);
+	ck_assert_uint_eq(stats().orders_open, 1);
+}
+END_TEST
+
+START_TEST(modify_side_and_shares)
+{
+	rest(lim("u1", "F1", "s", 'S', 100, P(10, 0)));
+	rest(lim("u2", "F2", "s2", 'S', 100, P(10, 0)));
+	apply(mod("u1", "s", 'T', 60));
+	n_msgs(1);
+	{
+		const struct ouch_order_modified *m = &msg_at(0, "u1", OUCH_ORDER_MODIFIED)->u.order_modified;
+
+		ck_assert_str_eq(m->token, "s");
+		ck_assert_int_eq(m->side, 'T');
+		ck_assert_uint_eq(m->shares, 60);
+	}
+	/* a sell cannot become a buy; shares cannot grow; unknown is ignored */
+	apply(mod("u1", "s", 'B', 60));
+	n_msgs(0);
+	apply(mod("u1", "s", 'E', 61));
+	n_msgs(0);
+	apply(mod("u1", "zz", 'E', 10));
+	n_msgs(0);
+	ck_assert_uint_eq(stats().ignored_invalid, 2);
+	ck_assert_uint_eq(stats().ignored_dead, 1);
+	/* kept its priority */
+	apply(lim("bob", "FB", "b", 'B', 70, P(10, 0)));
+	n_msgs(5);
+	fill(1, "u1", "s", "bob", "b", 60, P(10, 0), 1);
+	fill(3, "u2", "s2", "bob", "b", 10, P(10, 0), 2);
+	/* to zero: Order Modified and the order leaves the book */
+	apply(mod("u2", "s2", 'E', 0));
+	n_msgs(1);
+	ck_assert_uint_eq(msg_at(0, "u2", OUCH_ORDER_MODIFIED)->u.order_modified.shares, 0);
+	ck_assert_uint_eq(stats().orders_open, 0);
+}
+END_TEST
+
+/* --- order kinds ----------------------------------------------------------- */
+
+START_TEST(ioc_partial_fill)
+{
+	rest(lim("u1", "F1", "s", 'S', 50, P(10, 0)));
+	apply(enter_full("bob", "FB", "b", 'B', 80, "AAPL", P(10, 0), OUCH_TIF_IOC, 'Y', 0));
+	n_msgs(4);
+	accepted(0, "bob", "b");
+	fill(1, "u1", "s", "bob", "b", 50, P(10, 0), 1);
+	canceled(3, "bob", "b", 30, OUCH_CXL_IOC);
+	ck_assert_uint_eq(stats().orders_open, 0);
+}
+END_TEST
+
+START_TEST(market_orders_walk_levels)
+{
+	rest(lim("u1", "F1", "s1", 'S', 100, P(10, 2)));
+	rest(lim("u2", "F2", "s2", 'S', 100, P(10, 0)));
+	rest(lim("u3", "F3", "s3", 'S', 100, P(10, 1)));
+	apply(enter_full("bob", "FB", "mb", 'B', 250, "AAPL", OUCH_PRICE_MARKET, OUCH_TIF_IOC, 'Y', 0));
+	n_msgs(7);
+	fill(1, "u2", "s2", "bob", "mb", 100, P(10, 0), 1);
+	fill(3, "u3", "s3", "bob", "mb", 100, P(10, 1), 2);
+	fill(5, "u1", "s1", "bob", "mb", 50, P(10, 2), 3);
+
+	rest(lim("u1", "F1", "b1", 'B', 100, P(9, 98)));
+	rest(lim("u2", "F2", "b2", 'B', 100, P(9, 99)));
+	apply(enter_full("bob", "FB", "ms", 'S', 300, "AAPL", OUCH_PRICE_MARKET, OUCH_TIF_IOC, 'Y', 0));
+	n_msgs(6);
+	fill(1, "u2", "b2", "bob", "ms", 100, P(9, 99), 4);
+	fill(3, "u1", "b1", "bob", "ms", 100, P(9, 98), 5);
+	canceled(5, "bob", "ms", 100, OUCH_CXL_IOC);
+	ck_assert_uint_eq(stats().orders_open, 1); /* s1's 50 */
+}
+END_TEST
+
+START_TEST(market_order_empty_book)
+{
+	apply(enter_full("bob", "FB", "m", 'B', 100, "MSFT", OUCH_PRICE_MARKET, OUCH_TIF_IOC, 'Y', 0));
+	n_msgs(2);
+	accepted(0, "bob", "m");
+	canceled(1, "bob", "m", 100, OUCH_CXL_IOC);
+	ck_assert_uint_eq(stats().orders_open, 0);
+}
+END_TEST
+
+START_TEST(all_or_none_ioc)
+{
+	rest(lim("u1", "F1", "s1", 'S', 50, P(10, 0)));
+	/* 50 available, 100 needed: nothing executes */
+	apply(enter_full("bob", "FB", "f1", 'B', 100, "AAPL", P(10, 0), OUCH_TIF_IOC, 'Y', 100));
+	n_msgs(2);
+	accepted(0, "bob", "f1");
+	canceled(1, "bob", "f1", 100, OUCH_CXL_IOC);
+	/* with 100 available it fills completely */
+	rest(lim("u2", "F2", "s2", 'S', 70, P(10, 1)));
+	apply(enter_full("bob", "FB", "f2", 'B', 100, "AAPL", P(10, 1), OUCH_TIF_IOC, 'Y', 100));
+	n_msgs(5);
+	fill(1, "u1", "s1", "bob", "f2", 50, P(10, 0), 1);
+	fill(3, "u2", "s2", "bob", "f2", 50, P(10, 1), 2);
+}
+END_TEST
+
+START_TEST(min_qty_resting)
+{
+	rest(lim("u1", "F1", "s1", 'S', 50, P(10, 0)));
+	/* min 80 not available: rests in full at 10.00, no execution */
+	apply(enter_full("bob", "FB", "b", 'B', 100, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 80));
+	n_msgs(1);
+	accepted(0, "bob", "b");
+	ck_assert_uint_eq(stats().orders_open, 2);
+	/* min qty applies on entry only: an incoming sell takes the bid */
+	apply(lim("u2", "F2", "s2", 'S', 10, P(10, 0)));
+	n_msgs(3);
+	fill(1, "bob", "b", "u2", "s2", 10, P(10, 0), 1);
+	/* min 40 of 50 available: executes */
+	apply(enter_full("u3", "F3", "b3", 'B', 60, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 40));
+	n_msgs(3);
+	fill(1, "u1", "s1", "u3", "b3", 50, P(10, 0), 2);
+}
+END_TEST
+
+START_TEST(post_only)
+{
+	rest(lim("u1", "F1", "s1", 'S', 50, P(10, 0)));
+	/* below the offer: rests */
+	rest(enter_full("bob", "FB", "p1", 'B', 100, "AAPL", P(9, 99), OUCH_TIF_SYSTEM_HOURS, 'P', 0));
+	/* at the offer: would take, rejected */
+	apply(enter_full("bob", "FB", "p2", 'B', 100, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'P', 0));
+	n_msgs(1);
+	rejected(0, "bob", "p2", OUCH_REJ_POST_ONLY_WOULD_TAKE);
+	ck_assert_uint_eq(stats().orders_open, 2);
+	/* the resting post-only order is displayed: a sell takes it */
+	apply(lim("u2", "F2", "s2", 'S', 100, P(9, 99)));
+	n_msgs(3);
+	fill(1, "bob", "p1", "u2", "s2", 100, P(9, 99), 1);
+}
+END_TEST
+
+START_TEST(non_displayed_behind_displayed)
+{
+	rest(enter_full("u1", "F1", "h", 'S', 100, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'N', 0));
+	rest(lim("u2", "F2", "d1", 'S', 100, P(10, 0)));
+	rest(enter_full("u3", "F3", "h2", 'S', 100, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'N', 0));
+	rest(enter_full("u4", "F4", "d2", 'S', 100, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'A', 0));
+	apply(lim("bob", "FB", "b", 'B', 350, P(10, 0)));
+	n_msgs(9);
+	fill(1, "u2", "d1", "bob", "b", 100, P(10, 0), 1);
+	fill(3, "u4", "d2", "bob", "b", 100, P(10, 0), 2);
+	fill(5, "u1", "h", "bob", "b", 100, P(10, 0), 3);
+	fill(7, "u3", "h2", "bob", "b", 50, P(10, 0), 4);
+}
+END_TEST
+
+START_TEST(self_match_prevention)
+{
+	rest(lim("other", "FO", "o1", 'S', 100, P(10, 0)));
+	rest(lim("mine", "FX", "m1", 'S', 100, P(10, 1)));
+	rest(lim("other", "FO", "o2", 'S', 100, P(10, 2)));
+	/* another login of firm FX buys through: fills o1, stops at m1 */
+	apply(lim("mine2", "FX", "b", 'B', 300, P(10, 2)));
+	n_msgs(4);
+	accepted(0, "mine2", "b");
+	fill(1, "other", "o1", "mine2", "b", 100, P(10, 0), 1);
+	canceled(3, "mine2", "b", 200, OUCH_CXL_SELF_MATCH);
+	ck_assert_uint_eq(stats().orders_open, 2);
+	ck_assert_uint_eq(stats().self_match_cancels, 1);
+	/* the resting own-firm order is untouched; another firm takes it */
+	apply(lim("third", "FT", "t", 'B', 100, P(10, 1)));
+	n_msgs(3);
+	fill(1, "mine", "m1", "third", "t", 100, P(10, 1), 2);
+}
+END_TEST
+
+/* --- rejects and duplicates ------------------------------------------------ */
+
+START_TEST(reject_reasons)
+{
+	struct engine_cmd c;
+	struct {
+		struct engine_cmd cmd;
+		char reason;
+	} cases[14];
+	size_t n = 0;
+
+#define CASE(expr, r) do { cases[n].cmd = (expr); cases[n].reason = (r); n++; } while (0)
+	CASE(enter_full("u", "F", "r1", 'B', 100, "NOPE", P(10, 0), 0, 'Y', 0), OUCH_REJ_INVALID_STOCK);
+	CASE(lim("u", "F", "r2", 'B', 100, P(10, 0) + 50), OUCH_REJ_INVALID_PRICE); /* $10.005 */
+	CASE(lim("u", "F", "r3", 'B', 100, P(1, 0) + 1), OUCH_REJ_INVALID_PRICE); /* $1.0001 */
+	CASE(lim("u", "F", "r4", 'B', 100, 0), OUCH_REJ_INVALID_PRICE);
+	CASE(lim("u", "F", "r5", 'B', 0, P(10, 0)), OUCH_REJ_INVALID_SHARES);
+	CASE(lim("u", "F", "r6", 'B', 1000001, P(10, 0)), OUCH_REJ_SHARES_EXCEED_THRESHOLD);
+	CASE(enter_full("u", "F", "r7", 'B', 100, "AAPL", P(10, 0), 0, 'X', 0), OUCH_REJ_INVALID_DISPLAY);
+	CASE(enter_full("u", "F", "r8", 'B', 100, "AAPL", P(10, 0), 0, 'M', 0), OUCH_REJ_INVALID_DISPLAY);
+	CASE(lim("u", "F", "r9", 'X', 100, P(10, 0)), OUCH_REJ_INVALID_SIDE);
+	CASE(enter_full("u", "F", "r10", 'B', 100, "AAPL", P(10, 0), 99997, 'Y', 0), OUCH_REJ_INVALID_TIF);
+	CASE(enter_full("u", "F", "r11", 'B', 100, "AAPL", P(10, 0), 86401, 'Y', 0), OUCH_REJ_INVALID_TIF);
+	CASE(enter_full("u", "F", "r12", 'B', 100, "AAPL", P(10, 0), 0, 'Y', 101), OUCH_REJ_INVALID_MIN_QTY);
+	CASE(lim("u", "F", "r13", 'B', 100, OUCH_PRICE_MAX + 100), OUCH_REJ_INVALID_PRICE);
+	c = lim("u", "F", "r14", 'B', 100, P(10, 0));
+	c.u.enter.capacity = 'Z';
+	CASE(c, OUCH_REJ_INVALID_CAPACITY);
+#undef CASE
+	for (size_t i = 0; i < n; i++) {
+		apply(cases[i].cmd);
+		n_msgs(1);
+		rejected(0, "u", cases[i].cmd.u.enter.token, cases[i].reason);
+		ck_assert_uint_eq(C.v[0].m.u.rejected.timestamp, T % DAY);
+	}
+	ck_assert_uint_eq(stats().rejects, n);
+	ck_assert_uint_eq(stats().orders_open, 0);
+	/* below $1 the tick is $0.0001: accepted; the largest shares too */
+	rest(lim("u", "F", "ok1", 'B', 100, 5001));
+	rest(lim("u", "F", "ok2", 'B', 999999, P(1, 0)));
+	/* a rejected order's token is used up */
+	apply(lim("u", "F", "r5", 'B', 100, P(10, 0)));
+	n_msgs(0);
+}
+END_TEST
+
+START_TEST(duplicate_token_ignored)
+{
+	rest(lim("u1", "F1", "t", 'S', 100, P(10, 0)));
+	/* live duplicate */
+	apply(lim("u1", "F1", "t", 'S', 100, P(10, 0)));
+	n_msgs(0);
+	/* the same token of another user is fine */
+	rest(lim("u2", "F2", "t", 'S', 100, P(10, 5)));
+	/* after t died (filled), still ignored */
+	apply(lim("bob", "FB", "b", 'B', 100, P(10, 0)));
+	n_msgs(3);
+	apply(lim("u1", "F1", "t", 'B', 5, P(9, 0)));
+	n_msgs(0);
+	/* and after a cancel */
+	apply(cxl("u2", "t", 0));
+	n_msgs(1);
+	apply(lim("u2", "F2", "t", 'S', 100, P(10, 5)));
+	n_msgs(0);
+	/* a replacement token that was used is ignored too */
+	rest(lim("u1", "F1", "t2", 'S', 100, P(10, 0)));
+	apply(replace("u1", "t2", "t", 100, P(10, 1), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(0);
+	ck_assert_uint_eq(stats().ignored_duplicates, 4);
+	ck_assert_uint_eq(stats().orders_open, 1);
+}
+END_TEST
+
+/* --- time ----------------------------------------------------------------- */
+
+START_TEST(tif_expiry_on_command)
+{
+	rest(enter_full("u1", "F1", "e5", 'S', 100, "AAPL", P(10, 0), 5, 'Y', 0));
+	T += 5 * NS - 1;
+	apply(lim("u2", "F2", "x", 'S', 10, P(11, 0)));
+	n_msgs(1);
+	/* at entry + 5 s the order expires, before the command applies */
+	T += 1;
+	apply(lim("bob", "FB", "b", 'B', 100, P(10, 0)));
+	n_msgs(2);
+	canceled(0, "u1", "e5", 100, OUCH_CXL_TIMEOUT);
+	accepted(1, "bob", "b");
+	ck_assert_uint_eq(stats().expired, 1);
+	ck_assert_uint_eq(stats().orders_open, 2);
+}
+END_TEST
+
+START_TEST(tif_expiry_on_advance)
+{
+	rest(enter_full("u1", "F1", "late", 'S', 100, "AAPL", P(10, 0), 20, 'Y', 0));
+	T += NS;
+	rest(enter_full("u2", "F2", "e1", 'S', 100, "AAPL", P(10, 1), 10, 'Y', 0));
+	rest(enter_full("u3", "F3", "e2", 'B', 100, "MSFT", P(10, 1), 10, 'N', 0));
+	rest(lim("u4", "F4", "day", 'S', 100, P(10, 2)));
+	advance(9 * NS);
+	n_msgs(0);
+	/* e1 and e2 expire together: in order of reference number */
+	advance(2 * NS);
+	n_msgs(2);
+	canceled(0, "u2", "e1", 100, OUCH_CXL_TIMEOUT);
+	canceled(1, "u3", "e2", 100, OUCH_CXL_TIMEOUT);
+	/* a partially filled order expires with what is left */
+	apply(lim("bob", "FB", "b", 'B', 30, P(10, 0)));
+	n_msgs(3);
+	advance(10 * NS);
+	n_msgs(1);
+	canceled(0, "u1", "late", 70, OUCH_CXL_TIMEOUT);
+	/* a replace restarts the clock */
+	rest(enter_full("u5", "F5", "r", 'S', 100, "AAPL", P(10, 3), 10, 'Y', 0));
+	advance(8 * NS);
+	apply(replace("u5", "r", "r2", 90, P(10, 3), 10, 'Y', 0));
+	n_msgs(1);
+	advance(8 * NS);
+	n_msgs(0);
+	advance(2 * NS);
+	n_msgs(1);
+	canceled(0, "u5", "r2", 90, OUCH_CXL_TIMEOUT);
+	ck_assert_uint_eq(stats().orders_open, 1);
+	ck_assert_uint_eq(stats().expired, 4);
+}
+END_TEST
+
+START_TEST(cancel_all)
+{
+	rest(lim("u1", "F1", "a", 'S', 100, P(10, 0)));
+	rest(enter_full("u1", "F1", "b", 'B', 200, "MSFT", P(20, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	rest(lim("u2", "F2", "x", 'S', 100, P(10, 0)));
+	rest(enter_full("u1", "F1", "c", 'S', 300, "ZVZZT", P(5, 0), OUCH_TIF_SYSTEM_HOURS, 'N', 0));
+	apply(base(ENGINE_CANCEL_ALL, "u1", ""));
+	n_msgs(3);
+	canceled(0, "u1", "a", 100, OUCH_CXL_USER);
+	canceled(1, "u1", "b", 200, OUCH_CXL_USER);
+	canceled(2, "u1", "c", 300, OUCH_CXL_USER);
+	ck_assert_uint_eq(stats().orders_open, 1);
+	apply(base(ENGINE_CANCEL_ALL, "u1", ""));
+	n_msgs(0);
+	apply(base(ENGINE_CANCEL_ALL, "nobody", ""));
+	n_msgs(0);
+}
+END_TEST
+
+START_TEST(hash_tracks_state)
+{
+	uint64_t h0 = engine_hash(E), h1, h2;
+
+	rest(lim("u1", "F1", "a", 'S', 100, P(10, 0)));
+	h1 = engine_hash(E);
+	ck_assert_uint_ne(h0, h1);
+	apply(cxl("u1", "a", 99));
+	h2 = engine_hash(E);
+	ck_assert_uint_ne(h1, h2);
+	ck_assert_int_eq(engine_verify(E), 0);
+	/* a read does not change it */
+	ck_assert_uint_eq(h2, engine_hash(E));
+}
+END_TEST
+
+/* --- pools ------------------------------------------------------------------ */
+
+START_TEST(pool_exhaustion)
+{
+	engine_destroy(E);
+	setup_with(3, 8, 2, 3);
+	rest(lim("u1", "F1", "a", 'S', 100, P(10, 0)));
+	rest(lim("u1", "F1", "b", 'S', 100, P(10, 1)));
+	/* a third level on the ask side: no room */
+	apply(lim("u1", "F1", "c", 'S', 100, P(10, 2)));
+	rejected(0, "u1", "c", OUCH_REJ_OTHER);
+	/* an existing level is fine, and fills the order pool */
+	rest(lim("u1", "F1", "d", 'S', 100, P(10, 1)));
+	apply(lim("u2", "F2", "e", 'B', 100, P(9, 0)));
+	rejected(0, "u2", "e", OUCH_REJ_OTHER);
+	/* users: u1, u2, u3; a fourth login cannot be remembered */
+	apply(lim("u3", "F3", "f", 'B', 100, P(9, 0)));
+	rejected(0, "u3", "f", OUCH_REJ_OTHER);
+	apply(lim("u4", "F4", "g", 'B', 100, P(9, 0)));
+	rejected(0, "u4", "g", OUCH_REJ_OTHER);
+	/* a marketable IOC needs no level; a free slot appears */
+	apply(cxl("u1", "a", 0));
+	apply(enter_full("u2", "F2", "h", 'B', 50, "AAPL", P(10, 1), OUCH_TIF_IOC, 'Y', 0));
+	n_msgs(3);
+	/* tokens: a b c d e f h used (7 of 8) */
+	rest(lim("u2", "F2", "i", 'B', 10, P(9, 0)));
+	apply(lim("u2", "F2", "j", 'B', 10, P(9, 0)));
+	rejected(0, "u2", "j", OUCH_REJ_OTHER);
+	/* full token table: a replace cancels the existing order */
+	apply(replace("u2", "i", "k", 5, P(9, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	canceled(0, "u2", "i", 10, OUCH_CXL_SYSTEM);
+	ck_assert_uint_eq(stats().tokens, 8);
+	ck_assert_int_eq(engine_verify(E), 0);
+}
+END_TEST
+
+START_TEST(bad_config)
+{
+	struct engine *e = (struct engine *)&C;
+	const char *const dup[] = { "AAPL", "AAPL" };
+	const char *const longname[] = { "TOOLONGXX" };
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 8,
+		.max_tokens = 8, .max_levels = 8,
+	};
+
+	cfg.max_orders = 0;
+	ck_assert_int_eq(engine_create(&e, &cfg), -EINVAL);
+	cfg.max_orders = 8;
+	cfg.symbols = dup;
+	cfg.n_symbols = 2;
+	ck_assert_int_eq(engine_create(&e, &cfg), -EINVAL);
+	cfg.symbols = longname;
+	cfg.n_symbols = 1;
+	ck_assert_int_eq(engine_create(&e, &cfg), -EINVAL);
+	ck_assert_ptr_eq(e, (struct engine *)&C);
+	engine_destroy(NULL);
+}
+END_TEST
+
+/* --- determinism over a random tape ----------------------------------------- */
+
+#define R_N 200000
+#define R_SYMS 64
+#define R_USERS 40
+#define R_FIRMS 8
+
+struct rcmd {
+	struct engine_cmd c;
+	uint64_t t;
+	int advance; /* a heartbeat: engine_advance_time instead of a command */
+	int fresh; /* a valid Enter with a new token */
+};
+
+static char rsym_names[R_SYMS][OUCH_STOCK_LEN + 1];
+static const char *rsyms[R_SYMS];
+
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static uint32_t rprice(uint64_t *s, uint32_t sym)
+{
+	int off = (int)(rnd(s) % 21) - 10;
+
+	if (sym < 4)
+		return (uint32_t)(5000 + 7 * off); /* under $1: sub-penny ticks */
+	return (uint32_t)((2000 + (int)sym * 10 + off) * 100);
+}
+
+static void rtoken(char *out, uint32_t user, uint32_t k)
+{
+	snprintf(out, OUCH_TOKEN_LEN + 1, "T%u.%u", user, k);
+}
+
+static void gen_enter(struct rcmd *r, uint64_t *s, uint32_t u, uint32_t *next_tok, int market)
+{
+	uint32_t sym = (uint32_t)(rnd(s) % R_SYMS), shares = 1 + (uint32_t)(rnd(s) % 500);
+	uint32_t x = (uint32_t)(rnd(s) % 100), tif = OUCH_TIF_SYSTEM_HOURS, min_qty = 0;
+	char token[OUCH_TOKEN_LEN + 1], display = 'Y';
+	const char *disp = "YYYYYYYAAN";
+
+	rtoken(token, u, next_tok[u]++);
+	if (x < 10)
+		tif = OUCH_TIF_IOC;
+	else if (x < 25)
+		tif = 1 + (uint32_t)(rnd(s) % 120);
+	display = disp[rnd(s) % 10];
+	if (rnd(s) % 12 == 0)
+		display = 'P';
+	if (rnd(s) % 10 == 0)
+		min_qty = 1 + (uint32_t)(rnd(s) % shares);
+	r->c = enter_full(r->c.user, r->c.firm, token, "BSST"[rnd(s) % 4], shares, rsyms[sym],
+			  market ? OUCH_PRICE_MARKET : rprice(s, sym), market ? OUCH_TIF_IOC : tif,
+			  display, min_qty);
+}
+
+static void gen_one(struct rcmd *r, uint64_t *s, uint32_t *next_tok)
+{
+	uint32_t u = (uint32_t)(rnd(s) % R_USERS), x = (uint32_t)(rnd(s) % 100), back;
+	char user[8], firm[8], tok[OUCH_TOKEN_LEN + 1], tok2[OUCH_TOKEN_LEN + 1];
+
+	snprintf(user, sizeof(user), "U%02u", u);
+	snprintf(firm, sizeof(firm), "F%u", u % R_FIRMS);
+	r->c = base(ENGINE_ENTER, user, firm);
+	back = next_tok[u] ? (uint32_t)(rnd(s) % (next_tok[u] < 30 ? next_tok[u] : 30)) + 1 : 1;
+	rtoken(tok, u, next_tok[u] >= back ? next_tok[u] - back : 0);
+	if (x < 50) {
+		gen_enter(r, s, u, next_tok, 0);
+		r->fresh = 1;
+	} else if (x < 54) {
+		gen_enter(r, s, u, next_tok, 1);
+	} else if (x < 69) {
+		r->c = cxl(user, tok, rnd(s) % 2 ? 0 : (uint32_t)(rnd(s) % 300));
+	} else if (x < 84) {
+		uint32_t sym = (uint32_t)(rnd(s) % R_SYMS);
+
+		rtoken(tok2, u, next_tok[u]++);
+		r->c = replace(user, tok, tok2, 1 + (uint32_t)(rnd(s) % 400), rprice(s, sym),
+			       rnd(s) % 8 ? OUCH_TIF_SYSTEM_HOURS : (uint32_t)(rnd(s) % 60),
+			       "YYYAN"[rnd(s) % 5], 0);
+	} else if (x < 90) {
+		r->c = mod(user, tok, "SSTEB"[rnd(s) % 5], (uint32_t)(rnd(s) % 300));
+	} else if (x < 91) {
+		r->c = base(ENGINE_CANCEL_ALL, user, firm);
+	} else if (x < 94) {
+		gen_enter(r, s, u, next_tok, 0);
+		r->c.u.enter.price += 50; /* off tick, or another reject */
+		if (rnd(s) % 2)
+			strcpy(r->c.u.enter.stock, "NOPE");
+	} else if (x < 97) {
+		gen_enter(r, s, u, next_tok, 0);
+		strcpy(r->c.u.enter.token, tok); /* a used token */
+	} else {
+		r->advance = 1;
+	}
+	strcpy(r->c.user, user);
+	strcpy(r->c.firm, firm);
+}
+
+static struct rcmd *gen_tape(size_t n, uint64_t seed)
+{
+	struct rcmd *v = calloc(n, sizeof(*v));
+	uint32_t next_tok[R_USERS] = { 0 };
+	uint64_t s = seed, t = T0;
+
+	ck_assert_ptr_nonnull(v);
+	for (int i = 0; i < R_SYMS; i++) {
+		snprintf(rsym_names[i], sizeof(rsym_names[i]), "S%03d", i);
+		rsyms[i] = rsym_names[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		t += rnd(&s) % 2000000; /* up to 2 ms between events */
+		v[i].t = t;
+		gen_one(&v[i], &s, next_tok);
+	}
+	return v;
+}
+
+static struct engine *rengine(void)
+{
+	struct engine *e;
+	struct engine_config cfg = {
+		.symbols = rsyms, .n_symbols = R_SYMS, .max_shares = 1000000, .max_orders = 1u << 16,
+		.max_tokens = 1u << 19, .max_levels = 256, .max_users = 1024,
+	};
+
+	ck_assert_int_eq(engine_create(&e, &cfg), 0);
+	return e;
+}
+
+static uint64_t run_tape(struct engine *e, const struct rcmd *v, size_t n, struct cap *c, size_t verify_every)
+{
+	c->digest = XXH3_createState();
+	ck_assert_ptr_nonnull(c->digest);
+	XXH3_64bits_reset(c->digest);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].advance)
+			engine_advance_time(e, v[i].t, capture, c);
+		else
+			engine_apply(e, i + 1, v[i].t, &v[i].c, capture, c);
+		if (verify_every && i % verify_every == 0)
+			ck_assert_int_eq(engine_verify(e), 0);
+	}
+	{
+		uint64_t d = XXH3_64bits_digest(c->digest);
+
+		XXH3_freeState(c->digest);
+		c->digest = NULL;
+		return d;
+	}
+}
+
+/* A valid day limit order with a fresh token (never rejected for fields). */
+static int plain_enter(const struct rcmd *r)
+{
+	const struct ouch_enter_order *o = &r->c.u.enter;
+
+	return !r->advance && r->c.kind == ENGINE_ENTER && o->tif == OUCH_TIF_SYSTEM_HOURS &&
+	       o->price != OUCH_PRICE_MARKET && o->display != 'P' && o->min_qty == 0 &&
+	       r->fresh;
+}
+
+static void count_only(void *ctx, const char *user, const struct ouch_msg *msg)
+{
+	(*(uint64_t *)ctx)++;
+}
+
+static double now_s(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+START_TEST(determinism_random_tape)
+{
+	struct rcmd *v = gen_tape(R_N, 0x9e3779b97f4a7c15ull);
+	struct engine *e1 = rengine(), *e2 = rengine(), *e3 = rengine(), *e4 = rengine(), *e5 = rengine();
+	struct cap c1 = { 0 }, c2 = { 0 }, c3 = { 0 }, c5 = { 0 };
+	struct engine_stats s;
+	uint64_t d1, d2, d3, d5, msgs = 0;
+	size_t k;
+	double t0, c0, dt, dc;
+
+	d1 = run_tape(e1, v, R_N, &c1, 20000);
+	d2 = run_tape(e2, v, R_N, &c2, 0);
+	ck_assert_int_eq(engine_verify(e1), 0);
+	ck_assert_uint_eq(c1.total, c2.total);
+	ck_assert_uint_eq(d1, d2);
+	ck_assert_uint_eq(engine_hash(e1), engine_hash(e2));
+
+	engine_get_stats(e1, &s);
+	printf("random tape: final state hash %016llx\n", (unsigned long long)engine_hash(e1));
+	printf("random tape: %zu events, %llu messages, %llu matches, %llu open, %llu rejects, "
+	       "%llu expired, %llu self-match, %llu replaced, %llu modified, %llu duplicates ignored\n",
+	       (size_t)R_N, (unsigned long long)s.messages, (unsigned long long)s.matches,
+	       (unsigned long long)s.orders_open, (unsigned long long)s.rejects,
+	       (unsigned long long)s.expired, (unsigned long long)s.self_match_cancels,
+	       (unsigned long long)s.replaced, (unsigned long long)s.modified,
+	       (unsigned long long)s.ignored_duplicates);
+	ck_assert_uint_gt(s.matches, 10000);
+	ck_assert_uint_gt(s.orders_open, 100);
+	ck_assert_uint_gt(s.rejects, 1000);
+	ck_assert_uint_gt(s.expired, 100);
+	ck_assert_uint_gt(s.self_match_cancels, 100);
+	ck_assert_uint_gt(s.replaced, 1000);
+	ck_assert_uint_gt(s.modified, 100);
+	ck_assert_uint_gt(s.ignored_duplicates, 1000);
+	ck_assert_uint_gt(s.cancel_rejects, 100);
+
+	/* throughput (printed, not asserted) */
+	t0 = now_s(CLOCK_MONOTONIC);
+	c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
+	for (size_t i = 0; i < R_N; i++) {
+		if (v[i].advance)
+			engine_advance_time(e4, v[i].t, count_only, &msgs);
+		else
+			engine_apply(e4, i + 1, v[i].t, &v[i].c, count_only, &msgs);
+	}
+	dt = now_s(CLOCK_MONOTONIC) - t0;
+	dc = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+	ck_assert_uint_eq(engine_hash(e4), engine_hash(e1));
+	printf("engine throughput: %.0f events/s wall, %.0f events/s of CPU time "
+	       "(%d events in %.3f s, %llu messages)\n",
+	       R_N / dt, R_N / dc, R_N, dt, (unsigned long long)msgs);
+
+	/* the last Enter whose order is still open at the end (a Cancel to a
+	 * size above the open size is a silent no-op; a dead one is refused) */
+	for (k = R_N; k-- > 0;) {
+		struct engine_cmd probe;
+		uint64_t before = msgs;
+
+		if (!plain_enter(&v[k]))
+			continue;
+		probe = cxl(v[k].c.user, v[k].c.u.enter.token, UINT32_MAX);
+		engine_apply(e4, R_N + 1, v[R_N - 1].t, &probe, count_only, &msgs);
+		if (msgs == before)
+			break;
+	}
+	ck_assert_uint_gt(k, R_N / 2);
+	/* one share more on that order: a different book at the end */
+	v[k].c.u.enter.shares++;
+	d3 = run_tape(e3, v, R_N, &c3, 0);
+	v[k].c.u.enter.shares--;
+	ck_assert_uint_ne(d1, d3);
+	ck_assert_uint_ne(engine_hash(e1), engine_hash(e3));
+	ck_assert_int_eq(engine_verify(e3), 0);
+	/* one Enter fewer in the middle: different counters at least */
+	for (k = R_N / 2; !plain_enter(&v[k]); k++)
+		;
+	v[k].advance = 1;
+	d5 = run_tape(e5, v, R_N, &c5, 0);
+	v[k].advance = 0;
+	ck_assert_uint_ne(d1, d5);
+	ck_assert_uint_ne(engine_hash(e1), engine_hash(e5));
+
+	engine_destroy(e1);
+	engine_destroy(e2);
+	engine_destroy(e3);
+	engine_destroy(e4);
+	engine_destroy(e5);
+	free(v);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("book");
+	TCase *tr = tcase_create("random");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, cross_and_partial_fill);
+	tcase_add_test(tc, time_priority_at_one_price);
+	tcase_add_test(tc, price_priority_across_prices);
+	tcase_add_test(tc, cancel_and_partial_cancel);
+	tcase_add_test(tc, replace_keeps_priority);
+	tcase_add_test(tc, replace_loses_priority);
+	tcase_add_test(tc, replace_ignored_and_invalid);
+	tcase_add_test(tc, modify_side_and_shares);
+	tcase_add_test(tc, ioc_partial_fill);
+	tcase_add_test(tc, market_orders_walk_levels);
+	tcase_add_test(tc, market_order_empty_book);
+	tcase_add_test(tc, all_or_none_ioc);
+	tcase_add_test(tc, min_qty_resting);
+	tcase_add_test(tc, post_only);
+	tcase_add_test(tc, non_displayed_behind_displayed);
+	tcase_add_test(tc, self_match_prevention);
+	tcase_add_test(tc, reject_reasons);
+	tcase_add_test(tc, duplicate_token_ignored);
+	tcase_add_test(tc, tif_expiry_on_command);
+	tcase_add_test(tc, tif_expiry_on_advance);
+	tcase_add_test(tc, cancel_all);
+	tcase_add_test(tc, hash_tracks_state);
+	tcase_add_test(tc, pool_exhaustion);
+	tcase_add_test(tc, bad_config);
+	suite_add_tcase(s, tc);
+	tcase_set_timeout(tr, 300);
+	tcase_add_test(tr, determinism_random_tape);
+	suite_add_tcase(s, tr);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

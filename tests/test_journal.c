@@ -1,0 +1,1495 @@
+/* The journal (common/journal.c) and CRC32C (common/crc32c.c). Every test
+ * works in a private mkdtemp directory under one per run, removed afterwards
+ * (the per-run one also when a test fails). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A second copy of the CRC32C code under another name, so that both its
+ * paths can be run: have_sse42 picks one. The library's crc32c() is the one
+ * declared by crc32c.h below. */
+#define crc32c crc32c_copy
+#include "crc32c.c"
+#undef crc32c
+#undef LOCKSTEP_CRC32C_H
+#include "crc32c.h"
+#include "journal.h"
+
+#define SEG_HDR 16u
+#define REC_OVERHEAD 24u
+
+/* Sized so that every path made from them fits PATH_MAX. */
+static char run_dir[1024]; /* one per run of this program */
+static char test_dir[1040]; /* one per test, inside run_dir */
+static char jdir[1050]; /* the journal, test_dir/j (journal_open creates it) */
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int fds_at_setup;
+
+static void setup(void)
+{
+	snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
+	ck_assert_ptr_nonnull(mkdtemp(test_dir));
+	snprintf(jdir, sizeof(jdir), "%s/j", test_dir);
+	fds_at_setup = count_fds();
+}
+
+/* Also: whatever a test opened, it closed (no descriptor leaks). */
+static void teardown(void)
+{
+	rm_rf(test_dir);
+	ck_assert_int_eq(count_fds(), fds_at_setup);
+}
+
+/* The record data of seq: 0 to 150 bytes that depend on seq. */
+static size_t make_data(uint64_t seq, uint8_t *buf)
+{
+	size_t len = (size_t)(seq * 37 % 151);
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seq * 131 + i * 7 + (seq >> 8));
+	return len;
+}
+
+static uint64_t term_of(uint64_t seq)
+{
+	return 1 + seq / 40;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* A record as journal.h lays it out, written independently of journal.c. */
+static size_t encode(uint8_t *out, uint64_t seq, uint64_t term, const uint8_t *data, size_t len)
+{
+	put_le32(out, (uint32_t)len);
+	put_le64(out + 4, seq);
+	put_le64(out + 12, term);
+	memcpy(out + 20, data, len);
+	put_le32(out + 20 + len, crc32c(0, out, 20 + len));
+	return REC_OVERHEAD + len;
+}
+
+static size_t rec_size(uint64_t seq)
+{
+	uint8_t buf[256];
+
+	return REC_OVERHEAD + make_data(seq, buf);
+}
+
+static struct journal *jopen_opt(const struct journal_options *o, struct journal_report *rep)
+{
+	struct journal *j = NULL;
+
+	ck_assert_int_eq(journal_open(&j, jdir, o, rep), 0);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+static struct journal *jopen(uint64_t segment_bytes, int read_only, struct journal_report *rep)
+{
+	struct journal_options o = { .segment_bytes = segment_bytes, .read_only = read_only };
+
+	return jopen_opt(&o, rep);
+}
+
+static void append_range(struct journal *j, uint64_t from, uint64_t to)
+{
+	uint8_t buf[256];
+
+	for (uint64_t s = from; s <= to; s++) {
+		size_t len = make_data(s, buf);
+
+		ck_assert_int_eq(journal_append(j, s, term_of(s), buf, len), 0);
+	}
+}
+
+static void verify_range(struct journal *j, uint64_t from, uint64_t to)
+{
+	uint8_t want[256], got[256];
+
+	for (uint64_t s = from; s <= to; s++) {
+		size_t len = make_data(s, want);
+		uint64_t term = 0;
+
+		ck_assert_int_eq(journal_read(j, s, got, sizeof(got), &term), (int)len);
+		ck_assert_mem_eq(got, want, len);
+		ck_assert_uint_eq(term, term_of(s));
+	}
+}
+
+/* Iterates from `from` to the end; the records must be first..last. */
+static void verify_iter(struct journal *j, uint64_t from, uint64_t first, uint64_t last)
+{
+	struct journal_iter *it;
+	uint64_t seq, term, next = first;
+	const uint8_t *data;
+	uint8_t want[256];
+	size_t len;
+	int r;
+
+	ck_assert_int_eq(journal_iter_open(&it, j, from), 0);
+	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
+		ck_assert_uint_eq(seq, next);
+		ck_assert_uint_eq(len, make_data(seq, want));
+		ck_assert_mem_eq(data, want, len);
+		ck_assert_uint_eq(term, term_of(seq));
+		next++;
+	}
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(next, last + 1);
+	journal_iter_close(it);
+}
+
+static void seg_path(char *out, size_t cap, uint64_t first)
+{
+	snprintf(out, cap, "%s/%020llu.seg", jdir, (unsigned long long)first);
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -1;
+	return st.st_size;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first seqs of the segment files, sorted; returns how many. */
+static size_t list_segs(uint64_t *out, size_t cap)
+{
+	DIR *d = opendir(jdir);
+	struct dirent *e;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) && n < cap) {
+		unsigned long long v;
+		char tail[8];
+
+		if (strlen(e->d_name) == 24 && sscanf(e->d_name, "%20llu%7s", &v, tail) == 2 &&
+		    strcmp(tail, ".seg") == 0)
+			out[n++] = v;
+	}
+	closedir(d);
+	qsort(out, n, sizeof(*out), cmp_u64);
+	return n;
+}
+
+/* Where record seq starts in the segment that begins with first. */
+static uint64_t rec_offset(uint64_t first, uint64_t seq)
+{
+	uint64_t off = SEG_HDR;
+
+	for (uint64_t s = first; s < seq; s++)
+		off += rec_size(s);
+	return off;
+}
+
+/* The first seq of the segment holding seq. */
+static uint64_t seg_of(uint64_t seq)
+{
+	uint64_t segs[512];
+	size_t n = list_segs(segs, 512);
+
+	ck_assert_uint_gt(n, 0);
+	while (n > 1 && segs[n - 1] > seq)
+		n--;
+	return segs[n - 1];
+}
+
+static void xor_byte(const char *path, uint64_t off, uint8_t mask)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, (off_t)off), 1);
+	b ^= mask;
+	ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)off), 1);
+	close(fd);
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static size_t read_whole(const char *path, uint8_t *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, buf, cap);
+	ck_assert_int_ge(n, 0);
+	close(fd);
+	return (size_t)n;
+}
+
+static size_t seg_header(uint8_t *out, uint64_t first)
+{
+	memcpy(out, "LKSTJRN1", 8);
+	put_le64(out + 8, first);
+	return SEG_HDR;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- CRC32C ------------------------------------------------------------ */
+
+static uint32_t crc_bitwise(const uint8_t *p, size_t len)
+{
+	uint32_t c = 0xFFFFFFFFu;
+
+	for (size_t i = 0; i < len; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+	}
+	return ~c;
+}
+
+START_TEST(crc32c_known_vectors)
+{
+	uint8_t buf[32];
+
+	ck_assert_uint_eq(crc32c(0, "123456789", 9), 0xE3069283u);
+	ck_assert_uint_eq(crc32c(0, "", 0), 0);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_uint_eq(crc32c(0, buf, 32), 0x8A9136AAu);
+	/* RFC 3720 B.4 */
+	memset(buf, 0xFF, sizeof(buf));
+	ck_assert_uint_eq(crc32c(0, buf, 32), 0x62A8AB43u);
+	for (int i = 0; i < 32; i++)
+		buf[i] = (uint8_t)i;
+	ck_assert_uint_eq(crc32c(0, buf, 32), 0x46DD794Eu);
+	for (int i = 0; i < 32; i++)
+		buf[i] = (uint8_t)(31 - i);
+	ck_assert_uint_eq(crc32c(0, buf, 32), 0x113FDB5Cu);
+	ck_assert_uint_eq(crc_bitwise((const uint8_t *)"123456789", 9), 0xE3069283u);
+}
+END_TEST
+
+/* Every length to 300 and a few long ones, at 16 alignments, whole and split
+ * in two (the second call extends the first). */
+static void crc_against_reference(uint32_t (*fn)(uint32_t, const void *, size_t))
+{
+	static const size_t longs[] = { 511, 512, 1023, 1024, 4095, 4097, 65535 + 20 };
+	static uint8_t buf[70000];
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 2654435761u >> 13);
+	for (size_t len = 0; len < 300 + sizeof(longs) / sizeof(longs[0]); len++) {
+		size_t n = len < 300 ? len : longs[len - 300];
+
+		for (size_t align = 0; align < 16; align++) {
+			const uint8_t *p = buf + align;
+			uint32_t want = crc_bitwise(p, n);
+
+			ck_assert_uint_eq(fn(0, p, n), want);
+			ck_assert_uint_eq(fn(fn(0, p, n / 3), p + n / 3, n - n / 3), want);
+		}
+	}
+}
+
+START_TEST(crc32c_public_matches_bitwise)
+{
+	crc_against_reference(crc32c);
+}
+END_TEST
+
+START_TEST(crc32c_software_and_hardware_paths)
+{
+	int cpu = have_sse42;
+
+	ck_assert_int_ge(cpu, 0); /* the copy's constructor ran */
+	have_sse42 = 0;
+	crc_against_reference(crc32c_copy);
+	if (cpu) {
+		have_sse42 = 1;
+		crc_against_reference(crc32c_copy);
+	} else {
+		fprintf(stderr, "crc32c: no SSE4.2 here, hardware path not run\n");
+	}
+	have_sse42 = cpu;
+}
+END_TEST
+
+/* ---- journal: writing and reading -------------------------------------- */
+
+START_TEST(roundtrip_across_reopen)
+{
+	static uint8_t big[JOURNAL_MAX_RECORD], got[JOURNAL_MAX_RECORD];
+	struct journal_report rep;
+	struct journal *j;
+	uint64_t term;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7 + 3);
+	j = jopen(0, 0, &rep);
+	ck_assert_uint_eq(rep.records, 0);
+	ck_assert_uint_eq(journal_first_seq(j), 0);
+	ck_assert_uint_eq(journal_last_seq(j), 0);
+	append_range(j, 1, 300);
+	ck_assert_int_eq(journal_append(j, 301, 9, big, sizeof(big)), 0);
+	ck_assert_int_eq(journal_append(j, 302, 9, NULL, 0), 0);
+	ck_assert_int_eq(journal_flush(j), 0);
+	journal_close(j);
+
+	j = jopen(0, 0, &rep);
+	ck_assert_uint_eq(rep.records, 302);
+	ck_assert_uint_eq(rep.first_seq, 1);
+	ck_assert_uint_eq(rep.last_seq, 302);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.cut_bytes, 0);
+	ck_assert_uint_eq(journal_next_seq(j), 303);
+	verify_range(j, 1, 300);
+	ck_assert_int_eq(journal_read(j, 301, got, sizeof(got), &term), (int)sizeof(big));
+	ck_assert_mem_eq(got, big, sizeof(big));
+	ck_assert_uint_eq(term, 9);
+	ck_assert_int_eq(journal_read(j, 302, got, sizeof(got), NULL), 0);
+	ck_assert_uint_eq(journal_segments(j), 1);
+	{
+		char path[PATH_MAX];
+
+		seg_path(path, sizeof(path), 1);
+		ck_assert_uint_eq(journal_bytes(j), (uint64_t)file_size(path));
+	}
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(file_format_matches_header)
+{
+	uint8_t want[4096], got[4096], data[256];
+	char path[PATH_MAX];
+	struct journal *j = jopen(0, 0, NULL);
+	size_t n = seg_header(want, 42);
+
+	append_range(j, 42, 60);
+	journal_close(j);
+	for (uint64_t s = 42; s <= 60; s++) {
+		size_t len = make_data(s, data);
+
+		n += encode(want + n, s, term_of(s), data, len);
+	}
+	seg_path(path, sizeof(path), 42);
+	ck_assert_uint_eq(read_whole(path, got, sizeof(got)), n);
+	ck_assert_mem_eq(got, want, n);
+}
+END_TEST
+
+START_TEST(roundtrip_across_segment_rolls)
+{
+	uint64_t segs[512];
+	struct journal_report rep;
+	struct journal *j = jopen(1000, 0, NULL);
+	size_t n;
+
+	append_range(j, 1, 400);
+	/* half flushed, half still buffered when it closes */
+	ck_assert_int_eq(journal_flush(j), 0);
+	append_range(j, 401, 800);
+	verify_range(j, 1, 800);
+	n = journal_segments(j);
+	ck_assert_uint_gt(n, 20);
+	journal_close(j);
+
+	ck_assert_uint_eq(list_segs(segs, 512), n);
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		uint8_t hdr[SEG_HDR], want[SEG_HDR];
+		uint64_t next = i + 1 < n ? segs[i + 1] : 801;
+		uint64_t size = rec_offset(segs[i], next);
+
+		seg_path(path, sizeof(path), segs[i]);
+		ck_assert_uint_eq((uint64_t)file_size(path), size);
+		/* rolled once past segment_bytes, not before */
+		ck_assert_uint_ge(size, i + 1 < n ? 1000 : 0);
+		ck_assert_uint_lt(size - rec_size(next - 1), 1000);
+		read_whole(path, hdr, sizeof(hdr));
+		seg_header(want, segs[i]);
+		ck_assert_mem_eq(hdr, want, SEG_HDR);
+	}
+
+	j = jopen(1000, 0, &rep);
+	ck_assert_uint_eq(rep.records, 800);
+	ck_assert_uint_eq(journal_segments(j), n);
+	verify_range(j, 1, 800);
+	verify_iter(j, 1, 1, 800);
+	append_range(j, 801, 900);
+	journal_close(j);
+	j = jopen(1000, 0, NULL);
+	verify_range(j, 1, 900);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(read_records_still_buffered)
+{
+	uint8_t buf[256];
+	struct journal *j = jopen(0, 0, NULL);
+	char path[PATH_MAX];
+
+	append_range(j, 1, 100);
+	seg_path(path, sizeof(path), 1);
+	ck_assert_int_eq(file_size(path), SEG_HDR); /* nothing written yet */
+	verify_range(j, 1, 100);
+	verify_iter(j, 1, 1, 100);
+	ck_assert_int_eq(journal_flush(j), 0);
+	append_range(j, 101, 150); /* some on file, some buffered */
+	verify_range(j, 1, 150);
+	verify_iter(j, 50, 50, 150);
+	ck_assert_int_eq(journal_read(j, 151, buf, sizeof(buf), NULL), -ENOENT);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(read_errors)
+{
+	uint8_t buf[256];
+	uint64_t term = 77;
+	struct journal *j = jopen(0, 0, NULL);
+	size_t len = make_data(5, buf);
+
+	ck_assert_int_eq(journal_read(j, 1, buf, sizeof(buf), NULL), -ENOENT);
+	append_range(j, 1, 10);
+	ck_assert_int_eq(journal_read(j, 0, buf, sizeof(buf), NULL), -ENOENT);
+	ck_assert_int_eq(journal_read(j, 11, buf, sizeof(buf), NULL), -ENOENT);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_int_eq(journal_read(j, 5, buf, len - 1, &term), -ENOSPC);
+	ck_assert_uint_eq(term, 77);
+	ck_assert_int_eq(journal_read(j, 5, buf, len, &term), (int)len);
+	journal_flush(j);
+	ck_assert_int_eq(journal_read(j, 5, buf, len - 1, &term), -ENOSPC);
+	ck_assert_int_eq(journal_read(j, 5, buf, len, &term), (int)len);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(append_wrong_seq_fails)
+{
+	static uint8_t big[JOURNAL_MAX_RECORD + 1];
+	struct journal *j = jopen(0, 0, NULL);
+
+	ck_assert_int_eq(journal_append(j, 0, 1, "x", 1), -EINVAL);
+	ck_assert_int_eq(journal_append(j, UINT64_MAX, 1, "x", 1), -EINVAL);
+	append_range(j, 1, 10);
+	ck_assert_int_eq(journal_append(j, 12, 1, "x", 1), -EINVAL);
+	ck_assert_int_eq(journal_append(j, 10, 1, "x", 1), -EINVAL);
+	ck_assert_int_eq(journal_append(j, 1, 1, "x", 1), -EINVAL);
+	ck_assert_int_eq(journal_append(j, 11, 1, big, sizeof(big)), -EINVAL);
+	ck_assert_uint_eq(journal_last_seq(j), 10);
+	ck_assert_uint_eq(journal_next_seq(j), 11);
+	ck_assert_int_eq(journal_append(j, 11, 1, big, JOURNAL_MAX_RECORD), 0);
+	journal_close(j);
+	j = jopen(0, 0, NULL);
+	ck_assert_uint_eq(journal_last_seq(j), 11);
+	ck_assert_int_eq(journal_append(j, 13, 1, "x", 1), -EINVAL);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(journal_starting_at_1000)
+{
+	uint8_t buf[256], raw[SEG_HDR], want[SEG_HDR];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j = jopen(0, 0, NULL);
+
+	ck_assert_int_eq(journal_append(j, 1000, term_of(1000), buf, make_data(1000, buf)), 0);
+	append_range(j, 1001, 1099);
+	ck_assert_uint_eq(journal_first_seq(j), 1000);
+	journal_close(j);
+	snprintf(path, sizeof(path), "%s/00000000000000001000.seg", jdir);
+	ck_assert_int_gt(file_size(path), 0);
+	read_whole(path, raw, sizeof(raw));
+	seg_header(want, 1000);
+	ck_assert_mem_eq(raw, want, SEG_HDR);
+
+	j = jopen(0, 0, &rep);
+	ck_assert_uint_eq(rep.first_seq, 1000);
+	ck_assert_uint_eq(rep.last_seq, 1099);
+	ck_assert_uint_eq(rep.records, 100);
+	ck_assert_int_eq(journal_read(j, 999, buf, sizeof(buf), NULL), -ENOENT);
+	ck_assert_int_eq(journal_read(j, 1, buf, sizeof(buf), NULL), -ENOENT);
+	verify_range(j, 1000, 1099);
+	verify_iter(j, 1, 1000, 1099); /* from before the first: from the first */
+	ck_assert_uint_eq(journal_term_at(j, 999), 0);
+	ck_assert_uint_eq(journal_term_at(j, 1000), term_of(1000));
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(term_at)
+{
+	struct journal *j = jopen(300, 0, NULL);
+
+	ck_assert_uint_eq(journal_term_at(j, 1), 0);
+	for (uint64_t s = 1; s <= 25; s++)
+		ck_assert_int_eq(journal_append(j, s, s <= 10 ? 1 : s <= 20 ? 2 : 7, "abc", 3), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		ck_assert_uint_eq(journal_term_at(j, 0), 0);
+		ck_assert_uint_eq(journal_term_at(j, 1), 1);
+		ck_assert_uint_eq(journal_term_at(j, 10), 1);
+		ck_assert_uint_eq(journal_term_at(j, 11), 2);
+		ck_assert_uint_eq(journal_term_at(j, 20), 2);
+		ck_assert_uint_eq(journal_term_at(j, 21), 7);
+		ck_assert_uint_eq(journal_term_at(j, 25), 7);
+		ck_assert_uint_eq(journal_term_at(j, 26), 0);
+		ck_assert_uint_eq(journal_term_at(j, UINT64_MAX), 0);
+		journal_close(j);
+		j = jopen(300, 0, NULL);
+	}
+	ck_assert_int_eq(journal_truncate_after(j, 15), 0);
+	ck_assert_uint_eq(journal_term_at(j, 16), 0);
+	for (uint64_t s = 16; s <= 18; s++)
+		ck_assert_int_eq(journal_append(j, s, 3, "abc", 3), 0);
+	ck_assert_uint_eq(journal_term_at(j, 15), 2);
+	ck_assert_uint_eq(journal_term_at(j, 16), 3);
+	ck_assert_uint_eq(journal_term_at(j, 18), 3);
+	ck_assert_uint_eq(journal_term_at(j, 19), 0);
+	journal_close(j);
+	j = jopen(300, 0, NULL);
+	ck_assert_uint_eq(journal_term_at(j, 10), 1);
+	ck_assert_uint_eq(journal_term_at(j, 15), 2);
+	ck_assert_uint_eq(journal_term_at(j, 16), 3);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(fsync_policies)
+{
+	static const enum journal_fsync pol[] = { JOURNAL_FSYNC_NONE, JOURNAL_FSYNC_INTERVAL,
+						  JOURNAL_FSYNC_BATCH };
+
+	for (unsigned p = 0; p < 3; p++) {
+		struct journal_options o = { .segment_bytes = 2000, .fsync = pol[p], .interval_ms = 5 };
+		struct journal *j;
+
+		rm_rf(jdir);
+		j = jopen_opt(&o, NULL);
+		for (uint64_t s = 1; s <= 200; s += 20) {
+			append_range(j, s, s + 19);
+			ck_assert_int_eq(journal_flush(j), 0);
+			ck_assert_int_eq(journal_tick(j, s), 0);
+		}
+		journal_close(j);
+		j = jopen_opt(&o, NULL);
+		ck_assert_uint_eq(journal_last_seq(j), 200);
+		verify_range(j, 1, 200);
+		journal_close(j);
+	}
+	{
+		/* INTERVAL: a tick before the interval is up does nothing; a
+		 * segment size past what u32 offsets allow is capped */
+		struct journal_options o = { .segment_bytes = UINT64_MAX,
+					     .fsync = JOURNAL_FSYNC_INTERVAL,
+					     .interval_ms = 1000 };
+		struct journal *j;
+
+		rm_rf(jdir);
+		j = jopen_opt(&o, NULL);
+		append_range(j, 1, 10);
+		ck_assert_int_eq(journal_tick(j, 5000), 0);
+		append_range(j, 11, 20);
+		ck_assert_int_eq(journal_tick(j, 5500), 0);
+		ck_assert_int_eq(journal_tick(j, 6000), 0);
+		journal_close(j);
+		j = jopen_opt(&o, NULL);
+		verify_range(j, 1, 20);
+		journal_close(j);
+	}
+}
+END_TEST
+
+/* A record that rots on disk after open: read and iteration say -EIO. */
+START_TEST(corruption_after_open_is_eio)
+{
+	uint8_t buf[256];
+	struct journal *j = jopen(0, 0, NULL);
+	struct journal_iter *it;
+	uint64_t seq, term;
+	const uint8_t *data;
+	char path[PATH_MAX];
+	size_t len;
+	int r;
+
+	append_range(j, 1, 50);
+	ck_assert_int_eq(journal_flush(j), 0);
+	seg_path(path, sizeof(path), 1);
+	xor_byte(path, rec_offset(1, 20) + 20, 0x04);
+	ck_assert_int_eq(journal_read(j, 20, buf, sizeof(buf), NULL), -EIO);
+	verify_range(j, 19, 19);
+	verify_range(j, 21, 50);
+	ck_assert_int_eq(journal_iter_open(&it, j, 1), 0);
+	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1)
+		ck_assert_uint_lt(seq, 20);
+	ck_assert_int_eq(r, -EIO);
+	journal_iter_close(it);
+	journal_close(j);
+}
+END_TEST
+
+/* Records of up to JOURNAL_MAX_RECORD, several MiB in one segment: the
+ * scan at open reads it in chunks that records straddle. */
+START_TEST(large_records_across_scan_chunks)
+{
+	static uint8_t want[JOURNAL_MAX_RECORD], got[JOURNAL_MAX_RECORD];
+	struct journal_report rep;
+	struct journal *j = jopen(0, 0, NULL);
+	uint64_t seq, term;
+	struct journal_iter *it;
+	const uint8_t *data;
+	size_t len;
+
+	for (uint64_t s = 1; s <= 120; s++) {
+		len = s % 10 == 0 ? JOURNAL_MAX_RECORD : (size_t)(s * 7919 % JOURNAL_MAX_RECORD);
+		memset(want, (int)s, len);
+		ck_assert_int_eq(journal_append(j, s, s, want, len), 0);
+	}
+	journal_close(j);
+	j = jopen(0, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.records, 120);
+	ck_assert_uint_gt(journal_bytes(j), 3u << 20);
+	ck_assert_int_eq(journal_iter_open(&it, j, 1), 0);
+	for (uint64_t s = 1; s <= 120; s++) {
+		len = s % 10 == 0 ? JOURNAL_MAX_RECORD : (size_t)(s * 7919 % JOURNAL_MAX_RECORD);
+		memset(want, (int)s, len);
+		ck_assert_int_eq(journal_read(j, s, got, sizeof(got), &term), (int)len);
+		ck_assert_mem_eq(got, want, len);
+		ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 1);
+		ck_assert_uint_eq(seq, s);
+		ck_assert_uint_eq(term, s);
+		ck_assert_mem_eq(data, want, len);
+	}
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0);
+	journal_iter_close(it);
+	journal_close(j);
+}
+END_TEST
+
+/* ---- iterators ---------------------------------------------------------- */
+
+START_TEST(iter_from_first_middle_last)
+{
+	uint64_t segs[512], seq, term;
+	struct journal *j = jopen(700, 0, NULL);
+	struct journal_iter *it;
+	const uint8_t *data;
+	size_t len, n;
+
+	append_range(j, 1, 300);
+	journal_close(j);
+	j = jopen(700, 0, NULL);
+	n = list_segs(segs, 512);
+	ck_assert_uint_gt(n, 5);
+	verify_iter(j, 1, 1, 300);
+	verify_iter(j, 0, 1, 300);
+	verify_iter(j, 150, 150, 300);
+	verify_iter(j, 300, 300, 300);
+	/* from each segment's first record and from the one before it */
+	for (size_t i = 1; i < n; i++) {
+		verify_iter(j, segs[i], segs[i], 300);
+		verify_iter(j, segs[i] - 1, segs[i] - 1, 300);
+	}
+
+	/* from last + 1: nothing yet, then what is appended, also across a roll */
+	ck_assert_int_eq(journal_iter_open(&it, j, 301), 0);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0);
+	append_range(j, 301, 301);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 1);
+	ck_assert_uint_eq(seq, 301);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0);
+	append_range(j, 302, 360);
+	journal_flush(j);
+	append_range(j, 361, 380);
+	for (uint64_t s = 302; s <= 380; s++) {
+		uint8_t want[256];
+
+		ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 1);
+		ck_assert_uint_eq(seq, s);
+		ck_assert_uint_eq(len, make_data(s, want));
+		ck_assert_mem_eq(data, want, len);
+	}
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0);
+	journal_iter_close(it);
+	ck_assert_uint_gt(journal_segments(j), n);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(iter_on_empty_and_stale)
+{
+	uint64_t seq, term;
+	struct journal *j = jopen(700, 0, NULL);
+	struct journal_iter *it;
+	const uint8_t *data;
+	size_t len;
+
+	ck_assert_int_eq(journal_iter_open(&it, j, 0), 0);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0);
+	append_range(j, 50, 60);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 1);
+	ck_assert_uint_eq(seq, 50);
+	ck_assert_int_eq(journal_truncate_after(j, 55), 0);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), -ESTALE);
+	journal_iter_close(it);
+	journal_iter_close(NULL);
+	journal_close(j);
+	journal_close(NULL);
+}
+END_TEST
+
+/* ---- cutting the tail at open ------------------------------------------ */
+
+START_TEST(torn_tail_every_offset)
+{
+	static uint8_t full[8192];
+	uint8_t buf[256];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j = jopen(0, 0, NULL);
+	uint64_t off = rec_offset(1, 20), rec = rec_size(20);
+	size_t n;
+
+	append_range(j, 1, 20);
+	journal_close(j);
+	seg_path(path, sizeof(path), 1);
+	n = read_whole(path, full, sizeof(full));
+	ck_assert_uint_eq(n, off + rec);
+	ck_assert_uint_gt(rec, REC_OVERHEAD);
+	for (uint64_t b = 0; b < rec; b++) {
+		write_file(path, full, off + b);
+		j = jopen(0, 0, &rep);
+		ck_assert_uint_eq(rep.records, 19);
+		ck_assert_uint_eq(rep.last_seq, 19);
+		ck_assert_uint_eq(journal_next_seq(j), 20);
+		if (b == 0) {
+			ck_assert_ptr_null(rep.bad_reason);
+			ck_assert_uint_eq(rep.cut_bytes, 0);
+			ck_assert_uint_eq(rep.bad_seq, 0);
+		} else {
+			ck_assert_str_eq(rep.bad_reason, "torn record");
+			ck_assert_uint_eq(rep.cut_bytes, b);
+			ck_assert_uint_eq(rep.bad_seq, 20);
+			ck_assert_uint_eq(rep.bad_offset, off);
+			ck_assert_str_eq(rep.bad_segment, "00000000000000000001.seg");
+			ck_assert_uint_eq(rep.cut_segments, 0);
+		}
+		ck_assert_int_eq(file_size(path), (off_t)off);
+		ck_assert_int_eq(journal_read(j, 20, buf, sizeof(buf), NULL), -ENOENT);
+		verify_range(j, 19, 19);
+		append_range(j, 20, 20);
+		journal_close(j);
+		j = jopen(0, 0, &rep);
+		ck_assert_ptr_null(rep.bad_reason);
+		ck_assert_uint_eq(rep.last_seq, 20);
+		verify_range(j, 1, 20);
+		journal_close(j);
+	}
+}
+END_TEST
+
+START_TEST(torn_tail_of_last_segment)
+{
+	static uint8_t full[4096];
+	uint64_t segs[512];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j = jopen(600, 0, NULL);
+	uint64_t last, off, rec;
+	size_t n, len;
+
+	append_range(j, 1, 100);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	ck_assert_uint_gt(n, 3);
+	last = segs[n - 1];
+	seg_path(path, sizeof(path), last);
+	len = read_whole(path, full, sizeof(full));
+	off = rec_offset(last, 100);
+	rec = rec_size(100);
+	ck_assert_uint_eq(len, off + rec);
+	for (uint64_t b = 1; b < rec; b += 7) {
+		write_file(path, full, off + b);
+		j = jopen(600, 0, &rep);
+		ck_assert_str_eq(rep.bad_reason, "torn record");
+		ck_assert_uint_eq(rep.last_seq, 99);
+		ck_assert_uint_eq(rep.cut_bytes, b);
+		ck_assert_uint_eq(journal_segments(j), n);
+		append_range(j, 100, 100);
+		journal_close(j);
+	}
+	/* a torn segment header: the segment goes, the one before stays */
+	for (size_t b = 0; b < SEG_HDR; b++) {
+		write_file(path, full, b);
+		j = jopen(600, 0, &rep);
+		ck_assert_str_eq(rep.bad_reason, "torn segment header");
+		ck_assert_uint_eq(rep.last_seq, last - 1);
+		ck_assert_uint_eq(rep.bad_seq, last);
+		ck_assert_uint_eq(rep.bad_offset, 0);
+		ck_assert_uint_eq(rep.cut_segments, 1);
+		ck_assert_uint_eq(rep.cut_bytes, b);
+		ck_assert_int_eq(file_size(path), -1);
+		ck_assert_uint_eq(journal_segments(j), n - 1);
+		append_range(j, last, 100);
+		verify_range(j, 1, 100);
+		journal_close(j);
+		ck_assert_int_eq((int)list_segs(segs, 512), (int)n);
+		seg_path(path, sizeof(path), segs[n - 1]);
+		ck_assert_uint_eq(segs[n - 1], last);
+	}
+}
+END_TEST
+
+/* A byte of record R flipped: the record and all after it are cut. */
+struct flip {
+	const char *field;
+	int where; /* offset in the record; -1: the first data byte, -2: the CRC */
+	uint8_t mask;
+	const char *reason; /* NULL: any */
+};
+
+static const struct flip flips[] = {
+	{ "data", -1, 0x01, "crc mismatch" },
+	{ "data", -1, 0x80, "crc mismatch" },
+	{ "length (low byte)", 0, 0x01, NULL },
+	{ "length (low byte, longer)", 0, 0x40, NULL },
+	{ "length (high byte)", 3, 0x10, "bad length" },
+	{ "length (third byte)", 2, 0x01, "bad length" },
+	{ "seq", 4, 0x01, "crc mismatch" },
+	{ "seq (high byte)", 11, 0x80, "crc mismatch" },
+	{ "term", 12, 0x02, "crc mismatch" },
+	{ "crc", -2, 0x01, "crc mismatch" },
+	{ "crc (last byte)", -2 - 3, 0x80, "crc mismatch" },
+};
+
+#define R 123u
+#define LAST 250u
+
+/* Builds 1..LAST in segments of ~1000 bytes, flips one byte of R, opens;
+ * returns the segment of R and fills its offset and the sizes it expects. */
+static void corrupt(const struct flip *f, uint64_t *seg, uint64_t *off, uint64_t *cut_bytes,
+		    uint64_t *later)
+{
+	uint64_t segs[512], len;
+	char path[PATH_MAX];
+	struct journal *j = jopen(1000, 0, NULL);
+	size_t n, i;
+	int where = f->where;
+
+	append_range(j, 1, LAST);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	*seg = seg_of(R);
+	ck_assert_uint_ne(*seg, R); /* R is inside its segment */
+	ck_assert_uint_ne(*seg, segs[n - 1]); /* and segments follow */
+	*off = rec_offset(*seg, R);
+	len = rec_size(R) - REC_OVERHEAD;
+	ck_assert_uint_gt(len, 0);
+	if (where == -1)
+		where = 20;
+	else if (where <= -2)
+		where = (int)(20 + len) + (-2 - where);
+	seg_path(path, sizeof(path), *seg);
+	*cut_bytes = (uint64_t)file_size(path) - *off;
+	*later = 0;
+	for (i = 0; i < n; i++) {
+		if (segs[i] <= *seg)
+			continue;
+		(*later)++;
+		seg_path(path, sizeof(path), segs[i]);
+		*cut_bytes += (uint64_t)file_size(path);
+	}
+	seg_path(path, sizeof(path), *seg);
+	xor_byte(path, *off + (uint64_t)where, f->mask);
+}
+
+static void check_report(const struct flip *f, const struct journal_report *rep, uint64_t seg,
+			 uint64_t off, uint64_t cut_bytes, uint64_t later)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%020llu.seg", (unsigned long long)seg);
+	ck_assert_ptr_nonnull(rep->bad_reason);
+	if (f->reason)
+		ck_assert_str_eq(rep->bad_reason, f->reason);
+	ck_assert_uint_eq(rep->records, R - 1);
+	ck_assert_uint_eq(rep->first_seq, 1);
+	ck_assert_uint_eq(rep->last_seq, R - 1);
+	ck_assert_uint_eq(rep->bad_seq, R);
+	ck_assert_uint_eq(rep->bad_offset, off);
+	ck_assert_str_eq(rep->bad_segment, name);
+	ck_assert_uint_eq(rep->cut_segments, later);
+	ck_assert_uint_eq(rep->cut_bytes, cut_bytes);
+}
+
+START_TEST(flipped_byte_is_cut)
+{
+	const struct flip *f = &flips[_i];
+	uint64_t seg, off, cut_bytes, later, segs[512];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	uint8_t buf[256];
+	struct journal *j;
+
+	corrupt(f, &seg, &off, &cut_bytes, &later);
+	j = jopen(1000, 0, &rep);
+	check_report(f, &rep, seg, off, cut_bytes, later);
+	ck_assert_uint_eq(journal_last_seq(j), R - 1);
+	ck_assert_int_eq(journal_read(j, R, buf, sizeof(buf), NULL), -ENOENT);
+	verify_range(j, 1, R - 1);
+	verify_iter(j, 1, 1, R - 1);
+	journal_close(j);
+	/* on disk: the later segments are gone, R's segment ends before R */
+	j = jopen(1000, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(list_segs(segs, 512), journal_segments(j));
+	ck_assert_uint_eq(segs[journal_segments(j) - 1], seg);
+	seg_path(path, sizeof(path), seg);
+	ck_assert_int_eq(file_size(path), (off_t)off);
+	append_range(j, R, LAST + 10);
+	journal_close(j);
+	j = jopen(1000, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	verify_range(j, 1, LAST + 10);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(read_only_reports_without_cutting)
+{
+	const struct flip *f = &flips[_i];
+	uint64_t seg, off, cut_bytes, later, segs[512], segs2[512];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	uint8_t buf[256];
+	struct journal *j;
+	size_t n;
+	off_t size;
+
+	corrupt(f, &seg, &off, &cut_bytes, &later);
+	n = list_segs(segs, 512);
+	seg_path(path, sizeof(path), seg);
+	size = file_size(path);
+	for (int pass = 0; pass < 2; pass++) {
+		j = jopen(1000, 1, &rep);
+		check_report(f, &rep, seg, off, cut_bytes, later);
+		ck_assert_uint_eq(journal_last_seq(j), R - 1);
+		ck_assert_int_eq(journal_read(j, R, buf, sizeof(buf), NULL), -ENOENT);
+		verify_range(j, 1, R - 1);
+		verify_iter(j, 1, 1, R - 1);
+		ck_assert_int_eq(journal_append(j, R, 1, "x", 1), -EROFS);
+		ck_assert_int_eq(journal_truncate_after(j, 5), -EROFS);
+		ck_assert_int_eq(journal_flush(j), 0);
+		journal_close(j);
+		ck_assert_uint_eq(list_segs(segs2, 512), n);
+		ck_assert_mem_eq(segs2, segs, n * sizeof(segs[0]));
+		ck_assert_int_eq(file_size(path), size);
+	}
+	j = jopen(1000, 0, &rep);
+	check_report(f, &rep, seg, off, cut_bytes, later);
+	journal_close(j);
+	ck_assert_int_eq(file_size(path), (off_t)off);
+}
+END_TEST
+
+START_TEST(read_only_missing_dir)
+{
+	struct journal_options o = { .read_only = 1 };
+	struct journal *j = NULL;
+
+	ck_assert_int_eq(journal_open(&j, jdir, &o, NULL), -ENOENT);
+	ck_assert_ptr_null(j);
+	ck_assert_int_eq(file_size(jdir), -1);
+}
+END_TEST
+
+START_TEST(sequence_gap_inside_segment)
+{
+	uint8_t file[4096], data[256];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j;
+	size_t n, at = 0;
+
+	ck_assert_int_eq(mkdir(jdir, 0755), 0);
+	n = seg_header(file, 1);
+	for (uint64_t s = 1; s <= 6; s++) {
+		uint64_t seq = s < 4 ? s : s + 1; /* 1 2 3 5 6 7, every CRC good */
+
+		if (s == 4)
+			at = n;
+		n += encode(file + n, seq, 1, data, make_data(seq, data));
+	}
+	seg_path(path, sizeof(path), 1);
+	write_file(path, file, n);
+	j = jopen(0, 0, &rep);
+	ck_assert_str_eq(rep.bad_reason, "sequence gap");
+	ck_assert_uint_eq(rep.last_seq, 3);
+	ck_assert_uint_eq(rep.bad_seq, 4);
+	ck_assert_uint_eq(rep.bad_offset, at);
+	ck_assert_uint_eq(rep.cut_bytes, n - at);
+	ck_assert_uint_eq(journal_next_seq(j), 4);
+	journal_close(j);
+	ck_assert_int_eq(file_size(path), (off_t)at);
+}
+END_TEST
+
+START_TEST(missing_segment_is_a_gap)
+{
+	uint64_t segs[512];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j = jopen(800, 0, NULL);
+	size_t n;
+
+	append_range(j, 1, 200);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	ck_assert_uint_gt(n, 5);
+	seg_path(path, sizeof(path), segs[2]);
+	ck_assert_int_eq(unlink(path), 0);
+	j = jopen(800, 0, &rep);
+	ck_assert_str_eq(rep.bad_reason, "sequence gap");
+	ck_assert_uint_eq(rep.last_seq, segs[2] - 1);
+	ck_assert_uint_eq(rep.bad_seq, segs[2]);
+	ck_assert_uint_eq(rep.bad_offset, 0);
+	ck_assert_uint_eq(rep.cut_segments, n - 3);
+	ck_assert_uint_eq(journal_segments(j), 2);
+	journal_close(j);
+	ck_assert_uint_eq(list_segs(segs, 512), 2);
+}
+END_TEST
+
+START_TEST(bad_segment_header)
+{
+	uint64_t segs[512];
+	struct journal_options ro = { .segment_bytes = 800, .read_only = 1 };
+	struct journal_report rep;
+	struct journal *j = jopen(800, 0, NULL);
+	char path[PATH_MAX];
+	size_t n;
+
+	append_range(j, 1, 200);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	ck_assert_uint_gt(n, 5);
+	/* a header whose seq is not its file name's */
+	seg_path(path, sizeof(path), segs[3]);
+	xor_byte(path, 8, 0x01);
+	j = NULL;
+	ck_assert_int_eq(journal_open(&j, jdir, &ro, &rep), -EBADMSG);
+	ck_assert_ptr_null(j);
+	ck_assert_str_eq(rep.bad_reason, "bad segment header");
+	ck_assert_uint_eq(list_segs(segs, 512), n);
+	xor_byte(path, 8, 0x01);
+	/* a bad magic */
+	xor_byte(path, 0, 0x20);
+	ck_assert_int_eq(journal_open(&j, jdir, &ro, &rep), -EBADMSG);
+	ck_assert_uint_eq(list_segs(segs, 512), n);
+	j = jopen(800, 0, &rep);
+	ck_assert_str_eq(rep.bad_reason, "bad segment header");
+	ck_assert_uint_eq(rep.last_seq, segs[3] - 1);
+	ck_assert_uint_eq(rep.bad_seq, segs[3]);
+	ck_assert_uint_eq(rep.cut_segments, n - 3);
+	append_range(j, segs[3], 210);
+	journal_close(j);
+	j = jopen(800, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	verify_range(j, 1, 210);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(empty_segments)
+{
+	uint8_t hdr[SEG_HDR];
+	uint64_t segs[512];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j;
+	size_t n;
+
+	/* the only segment, header only: an empty journal that wants its seq */
+	ck_assert_int_eq(mkdir(jdir, 0755), 0);
+	seg_path(path, sizeof(path), 500);
+	write_file(path, hdr, seg_header(hdr, 500));
+	j = jopen(0, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.records, 0);
+	ck_assert_uint_eq(journal_first_seq(j), 0);
+	ck_assert_uint_eq(journal_last_seq(j), 0);
+	ck_assert_uint_eq(journal_next_seq(j), 500);
+	ck_assert_uint_eq(journal_term_at(j, 500), 0);
+	verify_iter(j, 0, 500, 499);
+	/* an empty journal takes any seq: the segment is renamed with it */
+	append_range(j, 7, 9);
+	journal_close(j);
+	ck_assert_int_eq(file_size(path), -1);
+	ck_assert_uint_eq(list_segs(segs, 512), 1);
+	ck_assert_uint_eq(segs[0], 7);
+
+	/* an empty last segment (a crash right after a roll) is kept */
+	rm_rf(jdir);
+	j = jopen(600, 0, NULL);
+	append_range(j, 1, 100);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	seg_path(path, sizeof(path), 101);
+	write_file(path, hdr, seg_header(hdr, 101));
+	j = jopen(600, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.last_seq, 100);
+	ck_assert_uint_eq(journal_segments(j), n + 1);
+	append_range(j, 101, 105);
+	journal_close(j);
+	j = jopen(600, 0, &rep);
+	ck_assert_uint_eq(journal_segments(j), n + 1);
+	verify_range(j, 1, 105);
+	journal_close(j);
+
+	/* an empty segment that does not follow on is a gap */
+	seg_path(path, sizeof(path), 200);
+	write_file(path, hdr, seg_header(hdr, 200));
+	j = jopen(600, 0, &rep);
+	ck_assert_str_eq(rep.bad_reason, "sequence gap");
+	ck_assert_uint_eq(rep.cut_segments, 1);
+	ck_assert_uint_eq(rep.cut_bytes, SEG_HDR);
+	ck_assert_uint_eq(rep.last_seq, 105);
+	journal_close(j);
+	ck_assert_int_eq(file_size(path), -1);
+
+	/* files that are not segments are left alone */
+	snprintf(path, sizeof(path), "%s/notes.txt", jdir);
+	write_file(path, "hello", 5);
+	snprintf(path, sizeof(path), "%s/0000000000000000010x.seg", jdir);
+	write_file(path, "hello", 5);
+	snprintf(path, sizeof(path), "%s/99999999999999999999.seg", jdir);
+	write_file(path, "hello", 5);
+	snprintf(path, sizeof(path), "%s/123.seg", jdir);
+	write_file(path, "hello", 5);
+	j = jopen(600, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.last_seq, 105);
+	journal_close(j);
+	ck_assert_int_eq(file_size(path), 5);
+}
+END_TEST
+
+/* ---- truncate_after ------------------------------------------------------ */
+
+static void truncate_case(uint64_t keep_last, int flush_first)
+{
+	uint64_t segs[512];
+	struct journal_report rep;
+	struct journal *j = jopen(1000, 0, NULL);
+	uint8_t buf[256];
+	size_t n;
+
+	append_range(j, 1, LAST);
+	if (flush_first)
+		journal_flush(j);
+	ck_assert_int_eq(journal_truncate_after(j, keep_last), 0);
+	ck_assert_uint_eq(journal_last_seq(j), keep_last);
+	ck_assert_uint_eq(journal_next_seq(j), keep_last + 1);
+	ck_assert_int_eq(journal_read(j, keep_last + 1, buf, sizeof(buf), NULL), -ENOENT);
+	verify_range(j, 1, keep_last);
+	verify_iter(j, 1, 1, keep_last);
+	n = list_segs(segs, 512);
+	ck_assert_uint_eq(n, journal_segments(j));
+	ck_assert_uint_le(segs[n - 1], keep_last);
+	{
+		char path[PATH_MAX];
+
+		seg_path(path, sizeof(path), segs[n - 1]);
+		ck_assert_int_eq(file_size(path), (off_t)rec_offset(segs[n - 1], keep_last + 1));
+	}
+	append_range(j, keep_last + 1, LAST + 20);
+	verify_range(j, 1, LAST + 20);
+	journal_close(j);
+	j = jopen(1000, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.last_seq, LAST + 20);
+	verify_range(j, 1, LAST + 20);
+	verify_iter(j, 1, 1, LAST + 20);
+	journal_close(j);
+}
+
+START_TEST(truncate_middle_of_last_segment)
+{
+	struct journal *j = jopen(1000, 0, NULL);
+	uint64_t last_seg;
+
+	append_range(j, 1, LAST);
+	journal_close(j);
+	last_seg = seg_of(LAST);
+	rm_rf(jdir);
+	truncate_case(last_seg + (LAST - last_seg) / 2, 1);
+}
+END_TEST
+
+START_TEST(truncate_across_segments)
+{
+	truncate_case(R, 1);
+	rm_rf(jdir);
+	truncate_case(37, 0);
+}
+END_TEST
+
+START_TEST(truncate_at_segment_boundary)
+{
+	struct journal *j = jopen(1000, 0, NULL);
+	uint64_t s;
+
+	append_range(j, 1, LAST);
+	journal_close(j);
+	s = seg_of(R);
+	rm_rf(jdir);
+	truncate_case(s - 1, 1); /* segment s goes whole */
+	rm_rf(jdir);
+	truncate_case(s, 1); /* segment s keeps one record */
+}
+END_TEST
+
+START_TEST(truncate_buffered_records)
+{
+	struct journal *j = jopen(0, 0, NULL);
+
+	append_range(j, 1, 50);
+	ck_assert_int_eq(journal_truncate_after(j, 30), 0);
+	verify_range(j, 1, 30);
+	append_range(j, 31, 60);
+	journal_close(j);
+	j = jopen(0, 0, NULL);
+	ck_assert_uint_eq(journal_last_seq(j), 60);
+	verify_range(j, 1, 60);
+	journal_close(j);
+}
+END_TEST
+
+START_TEST(truncate_everything_and_limits)
+{
+	struct journal_report rep;
+	struct journal *j = jopen(1000, 0, NULL);
+	uint8_t buf[256];
+
+	ck_assert_int_eq(journal_truncate_after(j, 5), 0); /* empty: nothing to do */
+	ck_assert_int_eq(journal_append(j, 1000, term_of(1000), buf, make_data(1000, buf)), 0);
+	append_range(j, 1001, 1200);
+	ck_assert_int_eq(journal_truncate_after(j, 1200), 0);
+	ck_assert_int_eq(journal_truncate_after(j, 5000), 0);
+	ck_assert_uint_eq(journal_last_seq(j), 1200);
+	ck_assert_int_eq(journal_truncate_after(j, 998), -EINVAL);
+	ck_assert_uint_eq(journal_last_seq(j), 1200);
+	ck_assert_int_eq(journal_truncate_after(j, 999), 0);
+	ck_assert_uint_eq(journal_first_seq(j), 0);
+	ck_assert_uint_eq(journal_last_seq(j), 0);
+	ck_assert_uint_eq(journal_next_seq(j), 1000);
+	ck_assert_uint_eq(journal_segments(j), 1);
+	ck_assert_int_eq(journal_read(j, 1000, buf, sizeof(buf), NULL), -ENOENT);
+	journal_close(j);
+	j = jopen(1000, 0, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	ck_assert_uint_eq(rep.records, 0);
+	ck_assert_uint_eq(journal_next_seq(j), 1000);
+	ck_assert_int_eq(journal_append(j, 1000, term_of(1000), buf, make_data(1000, buf)), 0);
+	append_range(j, 1001, 1100);
+	journal_close(j);
+	j = jopen(1000, 0, &rep);
+	ck_assert_uint_eq(rep.first_seq, 1000);
+	ck_assert_uint_eq(rep.last_seq, 1100);
+	verify_range(j, 1000, 1100);
+	journal_close(j);
+}
+END_TEST
+
+/* ---- a million records ---------------------------------------------------- */
+
+#define BIG_N 1000000u
+
+START_TEST(million_records)
+{
+	uint8_t buf[64], got[64];
+	struct journal_report rep;
+	struct journal *j = jopen(0, 0, NULL);
+	double t0, t_append, t_open, t_read;
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	t0 = now_s();
+	for (uint64_t s = 1; s <= BIG_N; s++) {
+		memset(buf, (int)(s & 0xff), sizeof(buf));
+		memcpy(buf, &s, sizeof(s));
+		/* no ck_assert per record: each passing one costs Check a write */
+		if (journal_append(j, s, 1 + s / 100000, buf, 36 + s % 9) < 0 ||
+		    (s % 64 == 0 && journal_flush(j) < 0))
+			ck_abort_msg("append %llu failed", (unsigned long long)s);
+	}
+	journal_close(j);
+	t_append = now_s() - t0;
+
+	t0 = now_s();
+	j = jopen(0, 0, &rep);
+	t_open = now_s() - t0;
+	ck_assert_uint_eq(rep.records, BIG_N);
+	ck_assert_ptr_null(rep.bad_reason);
+
+	t0 = now_s();
+	for (unsigned i = 0; i < BIG_N; i++) {
+		uint64_t s, term, v;
+		int len;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		s = 1 + x % BIG_N;
+		len = journal_read(j, s, got, sizeof(got), &term);
+		if (len != (int)(36 + s % 9) || term != 1 + s / 100000)
+			ck_abort_msg("seq %llu: len %d term %llu", (unsigned long long)s, len,
+				     (unsigned long long)term);
+		memcpy(&v, got, sizeof(v));
+		if (v != s)
+			ck_abort_msg("seq %llu: wrong record", (unsigned long long)s);
+	}
+	t_read = now_s() - t0;
+	printf("journal: %u records of 36-44 bytes, %llu bytes in %u segment(s)\n", BIG_N,
+	       (unsigned long long)journal_bytes(j), journal_segments(j));
+	printf("journal: append+flush/64 %.0f ns/record; open (scan) %.1f ms; "
+	       "journal_read random %.0f ns/lookup\n",
+	       t_append * 1e9 / BIG_N, t_open * 1e3, t_read * 1e9 / BIG_N);
+	fflush(stdout);
+	journal_close(j);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("journal");
+	TCase *crc = tcase_create("crc32c");
+	TCase *io = tcase_create("journal");
+	TCase *big = tcase_create("million");
+	const char *tmp = getenv("TMPDIR");
+	SRunner *sr;
+	int failed;
+
+	if (!tmp || !*tmp || strlen(tmp) > 900)
+		tmp = "/tmp";
+	snprintf(run_dir, sizeof(run_dir), "%.900s/test_journal.XXXXXX", tmp);
+	if (!mkdtemp(run_dir)) {
+		perror(run_dir);
+		return EXIT_FAILURE;
+	}
+	tcase_add_test(crc, crc32c_known_vectors);
+	tcase_add_test(crc, crc32c_public_matches_bitwise);
+	tcase_add_test(crc, crc32c_software_and_hardware_paths);
+	suite_add_tcase(s, crc);
+
+	tcase_add_checked_fixture(io, setup, teardown);
+	tcase_set_timeout(io, 60);
+	tcase_add_test(io, roundtrip_across_reopen);
+	tcase_add_test(io, file_format_matches_header);
+	tcase_add_test(io, roundtrip_across_segment_rolls);
+	tcase_add_test(io, read_records_still_buffered);
+	tcase_add_test(io, read_errors);
+	tcase_add_test(io, append_wrong_seq_fails);
+	tcase_add_test(io, journal_starting_at_1000);
+	tcase_add_test(io, term_at);
+	tcase_add_test(io, fsync_policies);
+	tcase_add_test(io, large_records_across_scan_chunks);
+	tcase_add_test(io, corruption_after_open_is_eio);
+	tcase_add_test(io, iter_from_first_middle_last);
+	tcase_add_test(io, iter_on_empty_and_stale);
+	tcase_add_test(io, torn_tail_every_offset);
+	tcase_add_test(io, torn_tail_of_last_segment);
+	tcase_add_loop_test(io, flipped_byte_is_cut, 0, (int)(sizeof(flips) / sizeof(flips[0])));
+	tcase_add_loop_test(io, read_only_reports_without_cutting, 0,
+			    (int)(sizeof(flips) / sizeof(flips[0])));
+	tcase_add_test(io, read_only_missing_dir);
+	tcase_add_test(io, sequence_gap_inside_segment);
+	tcase_add_test(io, missing_segment_is_a_gap);
+	tcase_add_test(io, bad_segment_header);
+	tcase_add_test(io, empty_segments);
+	tcase_add_test(io, truncate_middle_of_last_segment);
+	tcase_add_test(io, truncate_across_segments);
+	tcase_add_test(io, truncate_at_segment_boundary);
+	tcase_add_test(io, truncate_buffered_records);
+	tcase_add_test(io, truncate_everything_and_limits);
+	suite_add_tcase(s, io);
+
+	tcase_add_checked_fixture(big, setup, teardown);
+	tcase_set_timeout(big, 600);
+	tcase_add_test(big, million_records);
+	suite_add_tcase(s, big);
+
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	rm_rf(run_dir);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,727 @@
+/* The sequencer end to end on loopback: the real libsequencer runs its own
+ * event loop in a thread with a private state directory, ports chosen by the
+ * kernel and a random 239.255.x.y tape group joined on 127.0.0.1; the test
+ * plays the gateways (MoldUDP64 streams of packed lockstep.Command), a tape
+ * receiver and a retransmission client. Every wait is bounded. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "ctl.h"
+#include "lockstep.pb-c.h"
+#include "log.h"
+#include "moldudp64.h"
+#include "net.h"
+#include "sequencer.h"
+
+#define WAIT_MS 2000 /* for anything that must arrive */
+#define QUIET_MS 250 /* for making sure nothing arrives */
+#define MAX_SEQ 8192
+
+/* ---- the sequencer in a thread ------------------------------------------ */
+
+struct harness {
+	char dir[128];
+	struct seq_config cfg;
+	struct sequencer *s;
+	struct ev_loop *loop;
+	ev_async stop;
+	pthread_t thread;
+	int running;
+	struct sockaddr_in listen, retrans, group;
+	int gw_fd; /* the fake gateways' socket */
+	int tape_fd; /* tape receiver */
+	/* the tape as received: raw blocks by sequence number */
+	uint8_t *block[MAX_SEQ];
+	uint16_t block_len[MAX_SEQ];
+	uint8_t pkt[65536];
+	struct mold_packet mp;
+	struct mold_iter it;
+	int have_pkt;
+	int heartbeats, eos;
+	uint64_t hb_next;
+};
+
+static struct harness H;
+
+static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	seq_shutdown(H.s);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void *run_loop(void *arg)
+{
+	(void)arg;
+	ev_run(H.loop, 0);
+	return NULL;
+}
+
+static void seq_start(void)
+{
+	int r;
+
+	H.loop = ev_loop_new(EVFLAG_AUTO);
+	ck_assert_ptr_nonnull(H.loop);
+	r = seq_open(&H.s, H.loop, &H.cfg);
+	ck_assert_int_eq(r, 0);
+	ev_async_init(&H.stop, on_stop);
+	ev_async_start(H.loop, &H.stop);
+	H.listen.sin_family = AF_INET;
+	H.listen.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H.listen.sin_port = htons((uint16_t)seq_listen_port(H.s));
+	H.retrans = H.listen;
+	H.retrans.sin_port = htons((uint16_t)seq_retrans_port(H.s));
+	ck_assert_int_eq(pthread_create(&H.thread, NULL, run_loop, NULL), 0);
+	H.running = 1;
+}
+
+/* Stops the sequencer cleanly (as SIGTERM does) and returns its counters. */
+static void seq_stop(struct seq_stats *st)
+{
+	if (!H.running)
+		return;
+	ev_async_send(H.loop, &H.stop);
+	pthread_join(H.thread, NULL);
+	H.running = 0;
+	if (st)
+		seq_get_stats(H.s, st);
+	seq_close(H.s);
+	ev_loop_destroy(H.loop);
+	H.s = NULL;
+}
+
+static void fill_config(struct seq_config *c, const char *dir, const char *group)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->node.name, sizeof(c->node.name), "seq1");
+	snprintf(c->node.state_dir, sizeof(c->node.state_dir), "%s", dir);
+	snprintf(c->node.control, sizeof(c->node.control), "%.90s/seq1.ctl", dir);
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:0");
+	snprintf(c->retrans, sizeof(c->retrans), "127.0.0.1:0");
+	snprintf(c->tape_group, sizeof(c->tape_group), "%s", group);
+	snprintf(c->tape_iface, sizeof(c->tape_iface), "127.0.0.1");
+	snprintf(c->tape_session, sizeof(c->tape_session), "TAPE");
+	c->tape_ttl = 1;
+	c->heartbeat_ns = 50000000u;
+	c->fsync = 0;
+	c->fsync_interval_ns = 100000000u;
+	c->segment_size = 65536;
+	c->rcvbuf = 4u << 20;
+	c->sndbuf = 4u << 20;
+	c->max_datagram = 1472;
+	c->batch = 64;
+	c->drain = 16;
+	c->request_interval_ns = 20000000u;
+	c->retrans_packets = 64;
+}
+
+static void setup(void)
+{
+	struct net_udp_options o = { .rcvbuf = 8 << 20, .reuseaddr = 1, .nonblock = 1 };
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	char group[64];
+	unsigned rnd;
+
+	memset(&H, 0, sizeof(H));
+	log_init("test_sequencer", LOG_LVL_WARNING);
+	snprintf(H.dir, sizeof(H.dir), "/tmp/test_sequencer.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(H.dir));
+	rnd = (unsigned)(getpid() ^ (unsigned)mono_ns());
+	snprintf(group, sizeof(group), "239.255.%u.%u:%u", (rnd >> 8) & 0xff, 1 + rnd % 250,
+		 20000 + (rnd >> 16) % 40000);
+	fill_config(&H.cfg, H.dir, group);
+	ck_assert_int_eq(net_parse_addr(group, &H.group), 0);
+	H.tape_fd = net_mcast_recv_open(&H.group, "127.0.0.1", &o, NULL);
+	ck_assert_int_ge(H.tape_fd, 0);
+	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	H.gw_fd = net_udp_open(&any, &o, NULL, NULL);
+	ck_assert_int_ge(H.gw_fd, 0);
+	seq_start();
+}
+
+static void teardown(void)
+{
+	char cmd[200];
+
+	seq_stop(NULL);
+	close(H.gw_fd);
+	close(H.tape_fd);
+	for (unsigned i = 0; i < MAX_SEQ; i++)
+		free(H.block[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", H.dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", H.dir);
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* 1 when fd is readable within ms. */
+static int wait_readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* A packed Command: a new order whose token names the gateway and its seq. */
+static size_t make_command(uint8_t *out, size_t cap, const char *gw, uint64_t n)
+{
+	Lockstep__Command c = LOCKSTEP__COMMAND__INIT;
+	Lockstep__NewOrder o = LOCKSTEP__NEW_ORDER__INIT;
+	char token[32];
+	size_t len;
+
+	snprintf(token, sizeof(token), "%s-%llu", gw, (unsigned long long)n);
+	o.token = token;
+	o.side = 'B';
+	o.shares = 100 + (uint32_t)n;
+	o.symbol = (char *)"AAPL";
+	o.price = 1500000;
+	c.user = (char *)"U1";
+	c.firm = (char *)"FIRM";
+	c.body_case = LOCKSTEP__COMMAND__BODY_NEW_ORDER;
+	c.new_order = &o;
+	len = lockstep__command__get_packed_size(&c);
+	ck_assert_uint_le(len, cap);
+	lockstep__command__pack(&c, out);
+	return len;
+}
+
+/* Sends commands [first, first + n) of gateway `gw` in one datagram. */
+static void send_cmds(const char *gw, uint64_t first, unsigned n)
+{
+	struct mold_session sess;
+	struct mold_builder b;
+	uint8_t pkt[1472], cmd[256];
+	size_t len;
+
+	ck_assert_int_eq(mold_session_set(&sess, gw), 0);
+	ck_assert_int_eq(mold_build_begin(&b, pkt, sizeof(pkt), &sess, first), 0);
+	for (unsigned i = 0; i < n; i++) {
+		len = make_command(cmd, sizeof(cmd), gw, first + i);
+		ck_assert_int_eq(mold_build_add(&b, cmd, (uint16_t)len), 0);
+	}
+	len = mold_build_end(&b);
+	ck_assert_int_eq(sendto(H.gw_fd, pkt, len, 0, (struct sockaddr *)&H.listen,
+				sizeof(H.listen)), (ssize_t)len);
+}
+
+static void send_raw(const void *buf, size_t len, const struct sockaddr_in *to)
+{
+	ck_assert_int_eq(sendto(H.gw_fd, buf, len, 0, (const struct sockaddr *)to, sizeof(*to)),
+			 (ssize_t)len);
+}
+
+/* The next tape block within ms: 1 (and its seq/bytes), 0 on timeout, 2 on
+ * end of session. Heartbeats are counted. Blocks are kept in H.block. */
+static int tape_next(uint64_t *seq, const uint8_t **data, uint16_t *len, int ms)
+{
+	struct mold_session sess;
+	uint64_t deadline = mono_ns() + (uint64_t)ms * 1000000u;
+
+	mold_session_set(&sess, "TAPE");
+	for (;;) {
+		ssize_t n;
+		uint64_t now;
+
+		if (H.have_pkt && mold_iter_next(&H.it, seq, data, len)) {
+			ck_assert_uint_lt(*seq, MAX_SEQ);
+			free(H.block[*seq]);
+			H.block[*seq] = malloc(*len);
+			memcpy(H.block[*seq], *data, *len);
+			H.block_len[*seq] = *len;
+			return 1;
+		}
+		H.have_pkt = 0;
+		now = mono_ns();
+		if (now >= deadline || !wait_readable(H.tape_fd, (int)((deadline - now) / 1000000u) + 1))
+			return 0;
+		n = recv(H.tape_fd, H.pkt, sizeof(H.pkt), 0);
+		if (n <= 0)
+			continue;
+		ck_assert_int_le(n, 1472);
+		ck_assert_int_eq(mold_parse(H.pkt, (size_t)n, &sess, 0, &H.mp), 0);
+		if (H.mp.kind == MOLD_HEARTBEAT) {
+			H.heartbeats++;
+			H.hb_next = H.mp.seq;
+			continue;
+		}
+		if (H.mp.kind == MOLD_END_OF_SESSION) {
+			H.eos = 1;
+			H.hb_next = H.mp.seq;
+			return 2;
+		}
+		mold_iter_init(&H.it, &H.mp);
+		H.have_pkt = 1;
+	}
+}
+
+/* Takes the next event off the tape (which must come) and unpacks it. */
+static Lockstep__Event *next_event(uint64_t *seq)
+{
+	const uint8_t *data;
+	uint16_t len;
+	Lockstep__Event *ev;
+
+	int r;
+
+	/* an end of session of a previous run may still be queued */
+	while ((r = tape_next(seq, &data, &len, WAIT_MS)) == 2)
+		;
+	ck_assert_msg(r == 1, "no event (eos %d, next %llu)", H.eos,
+		      (unsigned long long)H.hb_next);
+	ev = lockstep__event__unpack(NULL, len, data);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_uint_eq(ev->seq, *seq);
+	return ev;
+}
+
+/* Expects a command event of gateway gw, number n, with the exact bytes sent. */
+static uint64_t expect_command(uint64_t term, const char *gw, uint64_t n)
+{
+	uint8_t want[256], got[256];
+	size_t wlen = make_command(want, sizeof(want), gw, n), glen;
+	uint64_t seq;
+	Lockstep__Event *ev = next_event(&seq);
+
+	ck_assert_uint_eq(ev->term, term);
+	ck_assert_int_eq(ev->body_case, LOCKSTEP__EVENT__BODY_COMMAND);
+	ck_assert_str_eq(ev->origin, gw);
+	ck_assert_uint_eq(ev->origin_seq, n);
+	ck_assert_uint_eq(ev->commit, seq);
+	ck_assert_uint_gt(ev->timestamp, 1600000000ull * 1000000000ull);
+	glen = lockstep__command__get_packed_size(ev->command);
+	ck_assert_uint_eq(glen, wlen);
+	lockstep__command__pack(ev->command, got);
+	ck_assert_mem_eq(got, want, wlen);
+	lockstep__event__free_unpacked(ev, NULL);
+	return seq;
+}
+
+static uint64_t expect_term_start(uint64_t term)
+{
+	uint64_t seq;
+	Lockstep__Event *ev = next_event(&seq);
+
+	ck_assert_int_eq(ev->body_case, LOCKSTEP__EVENT__BODY_TERM_START);
+	ck_assert_uint_eq(ev->term, term);
+	ck_assert_str_eq(ev->term_start->node, "seq1");
+	ck_assert_uint_eq(ev->commit, seq);
+	lockstep__event__free_unpacked(ev, NULL);
+	return seq;
+}
+
+static void expect_quiet(void)
+{
+	uint64_t seq;
+	const uint8_t *data;
+	uint16_t len;
+
+	ck_assert_int_eq(tape_next(&seq, &data, &len, QUIET_MS), 0);
+}
+
+/* Reads the gateway socket for a request packet for gw; 0 on timeout. */
+static int gw_request(const char *gw, struct mold_request *req, int ms)
+{
+	struct mold_session sess;
+	uint8_t buf[1500];
+	ssize_t n;
+
+	mold_session_set(&sess, gw);
+	if (!wait_readable(H.gw_fd, ms))
+		return 0;
+	n = recv(H.gw_fd, buf, sizeof(buf), 0);
+	ck_assert_int_eq(mold_parse_request(buf, (size_t)n, &sess, req), 0);
+	return 1;
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+START_TEST(term_start_then_commands_in_order)
+{
+	uint64_t seq;
+	struct seq_stats st;
+
+	ck_assert_uint_eq(expect_term_start(1), 1);
+	send_cmds("gw1", 1, 10);
+	send_cmds("gw2", 1, 5);
+	send_cmds("gw1", 11, 3);
+	for (uint64_t n = 1; n <= 10; n++)
+		ck_assert_uint_eq(expect_command(1, "gw1", n), 1 + n);
+	for (uint64_t n = 1; n <= 5; n++)
+		ck_assert_uint_eq(expect_command(1, "gw2", n), 11 + n);
+	for (uint64_t n = 11; n <= 13; n++)
+		seq = expect_command(1, "gw1", n);
+	ck_assert_uint_eq(seq, 19);
+	expect_quiet();
+	seq_stop(&st);
+	ck_assert_uint_eq(st.commands_sequenced, 18);
+	ck_assert_uint_eq(st.commands_received, 18);
+	ck_assert_uint_eq(st.gateways, 2);
+	ck_assert_uint_eq(st.duplicates, 0);
+	ck_assert_uint_gt(st.journal_bytes, 0);
+	ck_assert_int_eq(tape_next(&seq, &(const uint8_t *){ NULL }, &(uint16_t){ 0 }, WAIT_MS), 2);
+	ck_assert_uint_eq(H.hb_next, 20);
+}
+END_TEST
+
+START_TEST(duplicates_are_dropped)
+{
+	struct seq_stats st;
+
+	expect_term_start(1);
+	send_cmds("gw1", 1, 5);
+	send_cmds("gw1", 1, 5); /* the whole datagram again */
+	send_cmds("gw1", 4, 4); /* 4, 5 again, then 6, 7 */
+	for (uint64_t n = 1; n <= 7; n++)
+		ck_assert_uint_eq(expect_command(1, "gw1", n), 1 + n);
+	expect_quiet();
+	seq_stop(&st);
+	ck_assert_uint_eq(st.duplicates, 7);
+	ck_assert_uint_eq(st.commands_sequenced, 7);
+}
+END_TEST
+
+START_TEST(gap_is_requested_and_filled)
+{
+	struct mold_request req;
+	struct seq_stats st;
+
+	expect_term_start(1);
+	send_cmds("gw1", 1, 3);
+	for (uint64_t n = 1; n <= 3; n++)
+		expect_command(1, "gw1", n);
+	send_cmds("gw1", 6, 3); /* 4 and 5 lost */
+	ck_assert_int_eq(gw_request("gw1", &req, WAIT_MS), 1);
+	ck_assert_uint_eq(req.seq, 4);
+	ck_assert_uint_eq(req.count, 2);
+	expect_quiet(); /* go-back-N: 6..8 were dropped */
+	send_cmds("gw1", 4, 5); /* the gateway answers from 4 */
+	for (uint64_t n = 4; n <= 8; n++)
+		ck_assert_uint_eq(expect_command(1, "gw1", n), 1 + n);
+	seq_stop(&st);
+	ck_assert_uint_ge(st.gaps, 1);
+	ck_assert_uint_eq(st.gap_requests_sent, 1);
+	ck_assert_uint_eq(st.commands_sequenced, 8);
+}
+END_TEST
+
+START_TEST(heartbeat_reveals_lost_tail)
+{
+	struct mold_session sess;
+	struct mold_request req;
+	uint8_t hb[MOLD_HEADER_LEN];
+
+	expect_term_start(1);
+	send_cmds("gw1", 1, 2);
+	expect_command(1, "gw1", 1);
+	expect_command(1, "gw1", 2);
+	mold_session_set(&sess, "gw1");
+	send_raw(hb, mold_build_heartbeat(hb, &sess, 5), &H.listen); /* 3, 4 lost */
+	ck_assert_int_eq(gw_request("gw1", &req, WAIT_MS), 1);
+	ck_assert_uint_eq(req.seq, 3);
+	ck_assert_uint_eq(req.count, 2);
+	/* Rate limit: a second heartbeat at once asks nothing more. */
+	send_raw(hb, mold_build_heartbeat(hb, &sess, 5), &H.listen);
+	ck_assert_int_eq(gw_request("gw1", &req, 10), 0);
+	/* After the interval it asks again. */
+	usleep(30000);
+	send_raw(hb, mold_build_heartbeat(hb, &sess, 5), &H.listen);
+	ck_assert_int_eq(gw_request("gw1", &req, WAIT_MS), 1);
+	ck_assert_uint_eq(req.seq, 3);
+	send_cmds("gw1", 3, 2);
+	expect_command(1, "gw1", 3);
+	expect_command(1, "gw1", 4);
+}
+END_TEST
+
+START_TEST(tape_heartbeats_when_idle)
+{
+	uint64_t seq;
+	const uint8_t *data;
+	uint16_t len;
+
+	expect_term_start(1);
+	ck_assert_int_eq(tape_next(&seq, &data, &len, 300), 0);
+	ck_assert_int_ge(H.heartbeats, 2);
+	ck_assert_uint_eq(H.hb_next, 2);
+}
+END_TEST
+
+/* Reads a retransmission answer: every block into blocks[], returns how many. */
+static unsigned retrans_collect(int fd, uint64_t first, uint64_t count)
+{
+	struct mold_session sess;
+	struct mold_packet mp;
+	struct mold_iter it;
+	uint8_t buf[2048];
+	unsigned got = 0;
+	uint64_t want = first;
+
+	mold_session_set(&sess, "TAPE");
+	while (got < count && wait_readable(fd, WAIT_MS)) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		uint64_t seq;
+		const uint8_t *data;
+		uint16_t len;
+
+		ck_assert_int_gt(n, 0);
+		ck_assert_int_le(n, 1472);
+		ck_assert_int_eq(mold_parse(buf, (size_t)n, &sess, 0, &mp), 0);
+		ck_assert_int_eq(mp.kind, MOLD_DATA);
+		mold_iter_init(&it, &mp);
+		while (mold_iter_next(&it, &seq, &data, &len)) {
+			ck_assert_uint_eq(seq, want);
+			ck_assert_ptr_nonnull(H.block[seq]);
+			ck_assert_uint_eq(len, H.block_len[seq]);
+			ck_assert_mem_eq(data, H.block[seq], len);
+			want++;
+			got++;
+		}
+	}
+	return got;
+}
+
+static void send_request(int fd, const char *session, uint64_t seq, uint16_t count)
+{
+	struct mold_request r = { .seq = seq, .count = count };
+	uint8_t buf[MOLD_REQUEST_LEN];
+
+	mold_session_set(&r.session, session);
+	mold_build_request(buf, &r);
+	ck_assert_int_eq(sendto(fd, buf, sizeof(buf), 0, (struct sockaddr *)&H.retrans,
+				sizeof(H.retrans)), (ssize_t)sizeof(buf));
+}
+
+START_TEST(retransmission_is_byte_identical)
+{
+	struct net_udp_options o = { .rcvbuf = 4 << 20 };
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	struct seq_stats st;
+	int fd;
+
+	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = net_udp_open(&any, &o, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	expect_term_start(1);
+	for (uint64_t n = 1; n <= 300; n += 10)
+		send_cmds("gw1", n, 10);
+	for (uint64_t n = 1; n <= 300; n++)
+		expect_command(1, "gw1", n);
+	/* Everything from 1 (the TermStart too): several datagrams. */
+	send_request(fd, "TAPE", 1, 301);
+	ck_assert_uint_eq(retrans_collect(fd, 1, 301), 301);
+	/* A middle range. */
+	send_request(fd, "TAPE", 150, 20);
+	ck_assert_uint_eq(retrans_collect(fd, 150, 20), 20);
+	/* Past the end: only what exists. */
+	send_request(fd, "TAPE", 295, 100);
+	ck_assert_uint_eq(retrans_collect(fd, 295, 100), 7);
+	/* Beyond the end, or of another session: nothing. */
+	send_request(fd, "TAPE", 1000, 5);
+	send_request(fd, "OTHER", 1, 5);
+	ck_assert_int_eq(wait_readable(fd, QUIET_MS), 0);
+	seq_stop(&st);
+	ck_assert_uint_eq(st.retrans_requests, 4);
+	ck_assert_uint_eq(st.retrans_bad_requests, 1);
+	ck_assert_uint_eq(st.retrans_blocks_sent, 301 + 20 + 7);
+	ck_assert_uint_ge(st.retrans_packets_sent, 4);
+	close(fd);
+}
+END_TEST
+
+START_TEST(restart_keeps_numbers_and_dedup)
+{
+	struct seq_stats st;
+
+	expect_term_start(1);
+	send_cmds("gw1", 1, 5);
+	send_cmds("gw2", 1, 2);
+	for (uint64_t n = 1; n <= 5; n++)
+		expect_command(1, "gw1", n);
+	expect_command(1, "gw2", 1);
+	ck_assert_uint_eq(expect_command(1, "gw2", 2), 8);
+	seq_stop(&st);
+	ck_assert_int_eq(tape_next(&(uint64_t){ 0 }, &(const uint8_t *){ NULL },
+				   &(uint16_t){ 0 }, WAIT_MS), 2);
+	ck_assert_uint_eq(H.hb_next, 9);
+
+	seq_start();
+	ck_assert_uint_eq(expect_term_start(2), 9);
+	send_cmds("gw1", 3, 3); /* old commands, resent */
+	send_cmds("gw2", 2, 1);
+	expect_quiet();
+	send_cmds("gw1", 5, 2); /* 5 is old, 6 new */
+	ck_assert_uint_eq(expect_command(2, "gw1", 6), 10);
+	send_cmds("gw2", 3, 1);
+	ck_assert_uint_eq(expect_command(2, "gw2", 3), 11);
+	seq_stop(&st);
+	ck_assert_uint_eq(st.duplicates, 5);
+	ck_assert_uint_eq(st.commands_sequenced, 2);
+
+	/* A third start, after the journal holds two terms. */
+	seq_start();
+	ck_assert_uint_eq(expect_term_start(3), 12);
+	send_cmds("gw1", 6, 2);
+	ck_assert_uint_eq(expect_command(3, "gw1", 7), 13);
+}
+END_TEST
+
+START_TEST(torn_journal_tail_is_cut)
+{
+	char path[300];
+	struct seq_stats st;
+	FILE *f;
+
+	expect_term_start(1);
+	send_cmds("gw1", 1, 4);
+	for (uint64_t n = 1; n <= 4; n++)
+		expect_command(1, "gw1", n);
+	seq_stop(&st);
+	/* A torn record at the end of the (only) segment. */
+	snprintf(path, sizeof(path), "%s/journal/%020llu.seg", H.dir, 1ull);
+	f = fopen(path, "ab");
+	ck_assert_ptr_nonnull(f);
+	fwrite("\x40\x00\x00\x00\x06\x00", 1, 6, f);
+	fclose(f);
+	seq_start();
+	ck_assert_uint_eq(expect_term_start(2), 6);
+	send_cmds("gw1", 4, 2);
+	ck_assert_uint_eq(expect_command(2, "gw1", 5), 7);
+}
+END_TEST
+
+START_TEST(malformed_and_oversize_are_counted)
+{
+	static const uint8_t junk[][24] = {
+		{ 1, 2, 3 },
+		{ 'g', 'w', '1', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 0, 0, 0, 0, 0, 0, 0, 1, 0, 2 },
+		{ 'g', 'w', '1', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 9 },
+		/* well formed, but a session name no origin can carry */
+		{ 'g', 0, '1', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+		{ ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', 0, 0, 0, 0, 0, 0, 0, 1, 0, 0 },
+	};
+	static const size_t junk_len[] = { 3, 20, 22, 20, 20 };
+	struct mold_session sess;
+	struct mold_builder b;
+	uint8_t pkt[1472], big[1430];
+	struct seq_stats st;
+
+	expect_term_start(1);
+	for (size_t i = 0; i < sizeof(junk_len) / sizeof(junk_len[0]); i++)
+		send_raw(junk[i], junk_len[i], &H.listen);
+	/* An empty command, then one that cannot fit a tape datagram. */
+	memset(big, 'x', sizeof(big));
+	mold_session_set(&sess, "gw1");
+	mold_build_begin(&b, pkt, sizeof(pkt), &sess, 1);
+	mold_build_add(&b, big, 0);
+	send_raw(pkt, mold_build_end(&b), &H.listen);
+	mold_build_begin(&b, pkt, sizeof(pkt), &sess, 1);
+	ck_assert_int_eq(mold_build_add(&b, big, sizeof(big)), 0);
+	send_raw(pkt, mold_build_end(&b), &H.listen);
+	expect_quiet();
+	send_cmds("gw1", 1, 2);
+	expect_command(1, "gw1", 1);
+	expect_command(1, "gw1", 2);
+	seq_stop(&st);
+	ck_assert_uint_eq(st.malformed_packets, 5);
+	ck_assert_uint_eq(st.gateways, 1);
+	ck_assert_uint_eq(st.oversize_commands, 2);
+	ck_assert_uint_eq(st.commands_sequenced, 2);
+}
+END_TEST
+
+START_TEST(many_commands_fill_datagrams)
+{
+	enum { N = 4000, PER = 16 };
+	struct seq_stats st;
+	uint64_t n = 1, m = 1;
+
+	expect_term_start(1);
+	while (n <= N) {
+		/* a window of 20 datagrams so that no socket buffer overflows */
+		for (int k = 0; k < 20 && n <= N; k++, n += PER)
+			send_cmds("gw1", n, PER);
+		for (; m < n && m <= N; m++)
+			expect_command(1, "gw1", m);
+	}
+	seq_stop(&st);
+	ck_assert_uint_eq(st.commands_sequenced, N);
+	/* more than one event per tape datagram */
+	ck_assert_uint_lt(st.tape_packets_sent, N / 4);
+}
+END_TEST
+
+START_TEST(control_status_and_stats)
+{
+	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
+	Lockstep__ControlReply *rep = NULL;
+	int found = 0;
+
+	expect_term_start(1);
+	send_cmds("gw1", 1, 3);
+	for (uint64_t n = 1; n <= 3; n++)
+		expect_command(1, "gw1", n);
+	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATUS;
+	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
+	ck_assert_int_eq(rep->error, 0);
+	ck_assert_str_eq(rep->role, "sequencer");
+	ck_assert_str_eq(rep->state, "primary");
+	ck_assert_str_eq(rep->name, "seq1");
+	ck_assert_uint_eq(rep->term, 1);
+	ck_assert_uint_eq(rep->seq, 4);
+	ck_assert_uint_eq(rep->commit, 4);
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATS;
+	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
+	ck_assert_uint_eq(rep->n_counters, SEQ_N_COUNTERS);
+	for (size_t i = 0; i < rep->n_counters; i++)
+		if (strcmp(rep->counters[i]->name, "commands_sequenced") == 0) {
+			ck_assert_uint_eq(rep->counters[i]->value, 3);
+			found = 1;
+		}
+	ck_assert_int_eq(found, 1);
+	lockstep__control_reply__free_unpacked(rep, NULL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sequencer");
+	TCase *tc = tcase_create("loopback");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, term_start_then_commands_in_order);
+	tcase_add_test(tc, duplicates_are_dropped);
+	tcase_add_test(tc, gap_is_requested_and_filled);
+	tcase_add_test(tc, heartbeat_reveals_lost_tail);
+	tcase_add_test(tc, tape_heartbeats_when_idle);
+	tcase_add_test(tc, retransmission_is_byte_identical);
+	tcase_add_test(tc, restart_keeps_numbers_and_dedup);
+	tcase_add_test(tc, torn_journal_tail_is_cut);
+	tcase_add_test(tc, malformed_and_oversize_are_counted);
+	tcase_add_test(tc, many_commands_fill_datagrams);
+	tcase_add_test(tc, control_status_and_stats);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
