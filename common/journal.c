@@ -544,7 +544,8 @@ static int scan_segment(struct journal *j, int fd, uint64_t name, struct scan_bu
 		uint32_t len;
 
 		if (!eof && have - pos < REC_MAX) {
-			/* the file grew since fstat: read on in full chunks */
+			/* read on in full chunks (the buffer is smaller only
+			 * when the file has grown since fstat) */
 			if ((r = scan_buf_reserve(b, SCAN_CHUNK)) < 0)
 				return r;
 			buf = b->p;

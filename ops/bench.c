@@ -356,7 +356,7 @@ int main(int argc, char **argv)
 		}
 		snprintf(s->user, sizeof(s->user), "%.*s", (int)(colon - lg[i % n_lg]), lg[i % n_lg]);
 		snprintf(s->pass, sizeof(s->pass), "%s", colon + 1);
-		snprintf(s->prefix, sizeof(s->prefix), "%04X%02X", run & 0xffff, i);
+		snprintf(s->prefix, sizeof(s->prefix), "%04X%02X", run & 0xffff, i & 0xff);
 		s->planned = calloc(orders_per_session, sizeof(uint64_t));
 		s->cancel_planned = calloc(orders_per_session, sizeof(uint64_t));
 		s->flags = calloc(orders_per_session, 1);

@@ -1059,6 +1059,117 @@ START_TEST(read_only_reports_without_cutting)
 }
 END_TEST
 
+/* Malformed tails after five good records in one segment: what each one
+ * is reported as, and what is kept. */
+struct bad_tail {
+	const char *name;
+	const char *reason;
+	uint64_t last; /* last seq kept */
+};
+
+static const struct bad_tail bad_tails[] = {
+	{ "one zero byte", "torn record", 5 },
+	{ "length, seq and term less a byte", "torn record", 5 },
+	{ "length, seq and term only", "torn record", 5 },
+	{ "no crc", "torn record", 5 },
+	{ "crc less a byte", "torn record", 5 },
+	{ "length 65536", "bad length", 5 },
+	{ "length 0xffffffff", "bad length", 5 },
+	{ "length 0x80000000", "bad length", 5 },
+	{ "seq skips one, crc good", "sequence gap", 5 },
+	{ "seq repeats, crc good", "sequence gap", 5 },
+	{ "seq 0, crc good", "sequence gap", 5 },
+	{ "seq UINT64_MAX, crc good", "sequence gap", 5 },
+	{ "crc off by a bit", "crc mismatch", 5 },
+	{ "crc zero", "crc mismatch", 5 },
+	{ "crc over the data only", "crc mismatch", 5 },
+	{ "crc big-endian", "crc mismatch", 5 },
+	{ "24 zero bytes", "crc mismatch", 5 },
+	{ "4096 bytes of 0xff", "bad length", 5 },
+	{ "a good record and a stray byte", "torn record", 6 },
+	{ "term changed after the crc", "crc mismatch", 5 },
+	{ "data changed after the crc", "crc mismatch", 5 },
+	{ "length one short", "crc mismatch", 5 },
+	{ "a segment header inside the segment", "bad length", 5 },
+};
+
+/* The bytes of bad_tails[i], appended after record 5. */
+static size_t bad_tail_bytes(int i, uint8_t *out)
+{
+	uint8_t data[256];
+	size_t dlen = make_data(6, data);
+	size_t n = encode(out, 6, term_of(6), data, dlen);
+
+	ck_assert_uint_gt(dlen, 1);
+	switch (i) {
+	case 0: out[0] = 0; return 1;
+	case 1: return 19;
+	case 2: return 20;
+	case 3: return 20 + dlen;
+	case 4: return n - 1;
+	case 5: put_le32(out, 65536); return n;
+	case 6: put_le32(out, 0xffffffffu); return n;
+	case 7: put_le32(out, 0x80000000u); return n;
+	case 8: return encode(out, 7, 1, data, dlen);
+	case 9: return encode(out, 5, 1, data, dlen);
+	case 10: return encode(out, 0, 1, data, dlen);
+	case 11: return encode(out, UINT64_MAX, 1, data, dlen);
+	case 12: out[n - 4] ^= 1; return n;
+	case 13: put_le32(out + n - 4, 0); return n;
+	case 14: put_le32(out + n - 4, crc32c(0, data, dlen)); return n;
+	case 15: {
+		uint32_t c = crc32c(0, out, 20 + dlen);
+
+		for (int k = 0; k < 4; k++)
+			out[n - 4 + k] = (uint8_t)(c >> (24 - 8 * k));
+		return n;
+	}
+	case 16: memset(out, 0, 24); return 24;
+	case 17: memset(out, 0xff, 4096); return 4096;
+	case 18: out[n] = 0x5a; return n + 1;
+	case 19: out[12] ^= 0x40; return n;
+	case 20: out[20 + dlen - 1] ^= 0x40; return n;
+	case 21: put_le32(out, (uint32_t)dlen - 1); return n;
+	case 22:
+		memmove(out + SEG_HDR, out, n);
+		return seg_header(out, 6) + n;
+	}
+	ck_abort_msg("no case %d", i);
+	return 0;
+}
+
+START_TEST(malformed_tails)
+{
+	const struct bad_tail *t = &bad_tails[_i];
+	static uint8_t file[8192];
+	struct journal_report rep;
+	char path[PATH_MAX];
+	struct journal *j = jopen(0, 0, NULL);
+	size_t good, tail;
+	uint64_t kept_end;
+
+	append_range(j, 1, 5);
+	journal_close(j);
+	seg_path(path, sizeof(path), 1);
+	good = read_whole(path, file, sizeof(file));
+	tail = bad_tail_bytes(_i, file + good);
+	write_file(path, file, good + tail);
+	kept_end = t->last == 6 ? good + rec_size(6) : good;
+
+	j = jopen(0, 0, &rep);
+	ck_assert_msg(rep.bad_reason && strcmp(rep.bad_reason, t->reason) == 0, "%s: got %s",
+		      t->name, rep.bad_reason ? rep.bad_reason : "nothing");
+	ck_assert_uint_eq(rep.last_seq, t->last);
+	ck_assert_uint_eq(rep.bad_seq, t->last + 1);
+	ck_assert_uint_eq(rep.bad_offset, kept_end);
+	ck_assert_uint_eq(rep.cut_bytes, good + tail - kept_end);
+	ck_assert_uint_eq(rep.cut_segments, 0);
+	verify_range(j, 1, t->last);
+	journal_close(j);
+	ck_assert_int_eq(file_size(path), (off_t)kept_end);
+}
+END_TEST
+
 START_TEST(read_only_missing_dir)
 {
 	struct journal_options o = { .read_only = 1 };
@@ -1469,6 +1580,7 @@ int main(void)
 	tcase_add_loop_test(io, flipped_byte_is_cut, 0, (int)(sizeof(flips) / sizeof(flips[0])));
 	tcase_add_loop_test(io, read_only_reports_without_cutting, 0,
 			    (int)(sizeof(flips) / sizeof(flips[0])));
+	tcase_add_loop_test(io, malformed_tails, 0, (int)(sizeof(bad_tails) / sizeof(bad_tails[0])));
 	tcase_add_test(io, read_only_missing_dir);
 	tcase_add_test(io, sequence_gap_inside_segment);
 	tcase_add_test(io, missing_segment_is_a_gap);
