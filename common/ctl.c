@@ -34,6 +34,8 @@ struct ctl_server {
 	struct ctl_client clients[CTL_MAX_CLIENTS];
 };
 
+static struct ctl_server *self_server; /* the last one opened: ctl_self_call() */
+
 static void client_close(struct ctl_client *c)
 {
 	ev_io_stop(c->srv->loop, &c->io);
@@ -206,6 +208,7 @@ int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *p
 	ev_io_init(&s->io, on_accept, s->fd, EV_READ);
 	s->io.data = s;
 	ev_io_start(loop, &s->io);
+	self_server = s;
 	*out = s;
 	return 0;
 
@@ -220,6 +223,8 @@ void ctl_server_close(struct ctl_server *s)
 {
 	if (!s)
 		return;
+	if (self_server == s)
+		self_server = NULL;
 	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
 		if (s->clients[i].fd >= 0)
 			client_close(&s->clients[i]);
@@ -227,6 +232,14 @@ void ctl_server_close(struct ctl_server *s)
 	close(s->fd);
 	unlink(s->path);
 	free(s);
+}
+
+int ctl_self_call(const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply)
+{
+	if (!self_server)
+		return -ENOTCONN;
+	self_server->fn(self_server->ctx, req, reply);
+	return 0;
 }
 
 /* Reads exactly len bytes before the deadline. */

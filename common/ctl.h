@@ -26,6 +26,12 @@ int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *p
 /* Stops listening and removes the socket file; accepts NULL. */
 void ctl_server_close(struct ctl_server *s);
 
+/* Calls the handler of the control server this process opened last (a
+ * daemon has one) directly, without the socket: how a daemon reads its own
+ * STATUS (for the service manager's STATUS= lines). The same validity rule
+ * for the reply's strings holds. -ENOTCONN when none is open. */
+int ctl_self_call(const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply);
+
 /* Client: sends one request and waits up to timeout_ms for the reply, which
  * the caller frees with lockstep__control_reply__free_unpacked(r, NULL). */
 int ctl_call(const char *path, const Lockstep__ControlRequest *req, Lockstep__ControlReply **reply,

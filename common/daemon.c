@@ -10,6 +10,11 @@
 
 const char *const daemon_log_level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
 
+/* What daemon_start() loaded, for daemon_reload_config(): argv and the
+ * daemon's spec live as long as main(). */
+static const struct config_spec *loaded_spec;
+static const struct daemon_args *loaded_args;
+
 static void usage(FILE *out, const char *prog, const char *about, const struct config_spec *spec)
 {
 	fprintf(out,
@@ -87,7 +92,64 @@ int daemon_start(int argc, char **argv, const char *prog, const char *about,
 	}
 	log_init(node->name, LOG_LVL_ERR + node->log_level);
 	log_set_timestamps(node->log_timestamps);
+	loaded_spec = spec;
+	loaded_args = args;
 	return 0;
+}
+
+int daemon_reload_config(void *cfg, struct node_config *node, char *msg, size_t msglen)
+{
+	char err[512];
+	int r;
+
+	if (!loaded_spec) {
+		snprintf(msg, msglen, "no configuration was loaded");
+		return -ENOENT;
+	}
+	r = config_load(loaded_spec, cfg, loaded_args->config, loaded_args->overrides,
+			loaded_args->n_overrides, err, sizeof(err));
+	if (r < 0) {
+		snprintf(msg, msglen, "%s", err);
+		return r;
+	}
+	log_set_level(LOG_LVL_ERR + node->log_level);
+	log_set_timestamps(node->log_timestamps);
+	snprintf(msg, msglen, "log_level %s", daemon_log_level_names[node->log_level]);
+	return 0;
+}
+
+int daemon_ctl_runtime(const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply,
+		       daemon_reload_fn reload, void *ctx)
+{
+	static char msg[600]; /* packed by the control server after the handler */
+	int level;
+
+	switch (req->op) {
+	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
+		level = log_level_parse(req->arg);
+		if (level < 0) {
+			reply->error = -EINVAL;
+			snprintf(msg, sizeof(msg), "unknown log level '%s' (err, warning, notice, "
+				 "info or debug)", req->arg ? req->arg : "");
+		} else {
+			log_set_level(level);
+			snprintf(msg, sizeof(msg), "log level %s",
+				 daemon_log_level_names[level - LOG_LVL_ERR]);
+			log_notice("control: %s", msg);
+		}
+		break;
+	case LOCKSTEP__CONTROL_REQUEST__OP__RELOAD:
+		reply->error = reload(ctx, msg, sizeof(msg));
+		if (reply->error < 0)
+			log_err("control: reload failed: %s", msg);
+		else
+			log_notice("control: reloaded: %s", msg);
+		break;
+	default:
+		return 0;
+	}
+	reply->message = msg;
+	return 1;
 }
 
 static void on_stop_signal(struct ev_loop *loop, ev_signal *w, int revents)

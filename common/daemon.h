@@ -54,6 +54,23 @@ int daemon_start(int argc, char **argv, const char *prog, const char *about,
 		 const struct config_spec *spec, void *cfg, struct node_config *node,
 		 struct daemon_args *args);
 
+/* Re-reads the configuration daemon_start() loaded (the same file, the same
+ * --set overrides) into `cfg`, a scratch struct of the daemon's config type
+ * whose [node] part is `node`, and applies what every daemon can change at
+ * run time: [node] log_level and log_timestamps. Returns 0 with msg saying
+ * what it applied, or a negative errno with msg saying why (file:line: key),
+ * nothing applied. The daemon then applies its own run-time keys from cfg. */
+int daemon_reload_config(void *cfg, struct node_config *node, char *msg, size_t msglen);
+
+/* The control operations every daemon answers alike: LOGLEVEL (req->arg:
+ * err, warning, notice, info or debug) and RELOAD (calls `reload`, the
+ * daemon's own, which starts with daemon_reload_config(); SIGHUP calls the
+ * same one). Fills reply->error and reply->message and returns 1 for those
+ * two operations, 0 for any other (reply untouched). */
+typedef int (*daemon_reload_fn)(void *ctx, char *msg, size_t msglen);
+int daemon_ctl_runtime(const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply,
+		       daemon_reload_fn reload, void *ctx);
+
 /* libev signal watchers: SIGINT/SIGTERM call on_stop once (a second one exits
  * at once), SIGHUP calls on_reload (may be NULL), SIGPIPE is ignored. */
 struct daemon_signals {

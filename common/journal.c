@@ -652,7 +652,10 @@ static int journal_scan(struct journal *j, const uint64_t *names, size_t count,
 	rep->bad_reason = cut.reason;
 	seg_name(rep->bad_segment, names[i]);
 	j->want = cut.seq;
-	if (cut.bad_header && j->opt.read_only)
+	/* A wrong header on the first segment is not a torn tail but a file
+	 * that is not ours (or a damaged journal): refuse rather than cut the
+	 * whole journal away. */
+	if (cut.bad_header && (j->opt.read_only || i == 0))
 		return -EBADMSG;
 	return cut_tail(j, names, count, i, &cut, rep);
 }

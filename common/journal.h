@@ -9,7 +9,9 @@
  * Opening a journal scans every segment, builds the in-memory index from
  * sequence number to (segment, offset), and cuts the tail at the first record
  * that is torn or fails its CRC (later segments are removed: nothing after a
- * bad record can be trusted). Nothing here logs: the open report says what was
+ * bad record can be trusted); a first segment whose header is wrong is not
+ * cut but refused (-EBADMSG), so that a stray file cannot wipe a journal.
+ * Nothing here logs: the open report says what was
  * cut, and the caller logs it. */
 #ifndef LOCKSTEP_JOURNAL_H
 #define LOCKSTEP_JOURNAL_H

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "tape.h"
@@ -143,16 +144,23 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < 4; round++) {
-		int n = net_batch_recv(&g->cmd_in, g->cmd_fd);
+		int n;
 
+		g->cmd_in.rxq_dropped = 0;
+		n = net_batch_recv(&g->cmd_in, g->cmd_fd);
+		if (g->cmd_in.rxq_dropped > g->cmd_rxq)
+			g->cmd_rxq = g->cmd_in.rxq_dropped;
 		if (n <= 0)
 			return;
 		for (int i = 0; i < n; i++) {
 			struct mold_request r;
-			uint64_t from, to;
-			int rc = mold_parse_request(net_batch_slot(&g->cmd_in, (unsigned)i),
-						    g->cmd_in.lens[i], &g->cmd_sess, &r);
+			uint64_t from, to, first = journal_first_seq(g->cmd_j);
+			const uint8_t *buf = net_batch_slot(&g->cmd_in, (unsigned)i);
+			int rc;
 
+			if (rx_drop(&g->cmd_drop, buf, g->cmd_in.lens[i]))
+				continue;
+			rc = mold_parse_request(buf, g->cmd_in.lens[i], &g->cmd_sess, &r);
 			if (rc < 0) {
 				log_ratelimited(&gw_rl, LOG_LVL_WARNING,
 						"command socket: bad request: %s", mold_strerror(rc));
@@ -160,8 +168,22 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			g->st.retrans_requests++;
 			from = r.seq ? r.seq : 1;
-			if (from < journal_first_seq(g->cmd_j))
-				from = journal_first_seq(g->cmd_j);
+			if (first && from < first && r.count) {
+				/* The too-old answer (common/rx.h): a heartbeat to the
+				 * requester whose seq is the oldest command journalled. */
+				uint8_t hb[MOLD_HEADER_LEN];
+
+				g->st.retrans_too_old++;
+				log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+						"sequencer asked for command %" PRIu64
+						", the journal starts at %" PRIu64 ": told so",
+						from, first);
+				mold_build_heartbeat(hb, &g->cmd_sess, first);
+				(void)sendto(g->cmd_fd, hb, sizeof(hb), 0,
+					     (const struct sockaddr *)&g->cmd_in.addrs[i],
+					     sizeof(g->cmd_in.addrs[i]));
+				from = first;
+			}
 			to = r.seq + r.count < g->cmd_next ? r.seq + r.count : g->cmd_next;
 			if (from < to)
 				g->st.retrans_served += cmd_emit(g, from, to, GW_RETRANS_MAX_PACKETS,
@@ -261,15 +283,52 @@ static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t 
 	return 0;
 }
 
-static void tape_packet(struct gw *g, const uint8_t *buf, size_t len)
+/* rx delivers tape event seq, the next in order. */
+static int tape_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
+{
+	/* a fenced event (older term) is forgotten and asked for again */
+	return tape_block(ctx, seq, data, len) < 0 ? RX_REJECT : RX_TAKEN;
+}
+
+static void tape_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
+{
+	gw_stream_request(&((struct gw *)ctx)->tape, server, seq, count);
+}
+
+/* The sequencer's journal no longer holds [from, to): go on after it. A
+ * command of ours among them is resent after resend_timeout (the sequencer
+ * drops it as a duplicate) and acknowledged by our next command's event. */
+static int tape_lost(void *ctx, uint64_t from, uint64_t to)
+{
+	(void)ctx;
+	log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+			"tape %" PRIu64 "..%" PRIu64 " is no longer held by the sequencer: skipped",
+			from, to - 1);
+	return 1;
+}
+
+static const struct rx_ops tape_ops = { tape_deliver, tape_request, tape_lost };
+
+/* Nothing of ours can be in a gap while nothing is unacknowledged: the tape
+ * is followed from `upto` on without asking for what is missing. */
+static void tape_skip(struct gw *g, uint64_t upto, uint64_t now)
+{
+	if (!unacked(g) && rx_next(g->tape.rx) && upto > rx_next(g->tape.rx)) {
+		rx_skip(g->tape.rx, upto, now);
+		g->tape.next = rx_next(g->tape.rx);
+	}
+}
+
+/* A datagram of the tape, or (answer) on the request socket: a
+ * retransmission, or the too-old answer (a heartbeat). */
+static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer, uint64_t now)
 {
 	struct mold_packet pkt;
-	struct mold_iter it;
-	const uint8_t *data;
-	uint64_t seq, end;
-	uint16_t blen;
-	int rc = mold_parse(buf, len, &g->tape.sess, 0, &pkt);
+	int rc;
 
+	if (rx_drop(answer ? &g->tape.req_drop : &g->tape.drop, buf, len))
+		return;
+	rc = mold_parse(buf, len, &g->tape.sess, 0, &pkt);
 	if (rc < 0) {
 		g->st.tape_malformed++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape: dropped packet: %s",
@@ -277,64 +336,64 @@ static void tape_packet(struct gw *g, const uint8_t *buf, size_t len)
 		return;
 	}
 	g->st.tape_packets++;
-	g->tape.live = 1;
-	end = pkt.kind == MOLD_DATA ? pkt.seq + pkt.count : pkt.seq;
-	if (end > g->tape.high)
-		g->tape.high = end;
-	if (g->tape.next == 0)
-		g->tape.next = unacked(g) ? 1 : pkt.seq;
-	if (pkt.kind != MOLD_DATA || end <= g->tape.next)
-		return;
-	if (pkt.seq > g->tape.next) {
-		if (unacked(g)) {
-			g->st.tape_gaps++; /* go-back-N: gw_tape_tick() asks for the gap */
+	if (answer) {
+		if (pkt.kind == MOLD_END_OF_SESSION)
+			return;
+		if (pkt.kind == MOLD_HEARTBEAT) {
+			g->st.tape_too_old++;
+			rx_too_old(g->tape.rx, 0, pkt.seq, now);
+			g->tape.next = rx_next(g->tape.rx);
 			return;
 		}
-		g->tape.next = pkt.seq; /* nothing of ours can be in the gap */
+	} else {
+		g->tape.live = 1;
 	}
-	mold_iter_init(&it, &pkt);
-	while (mold_iter_next(&it, &seq, &data, &blen))
-		if (seq >= g->tape.next && tape_block(g, seq, data, blen) < 0)
-			break;
+	if (rx_next(g->tape.rx) == 0 && unacked(g))
+		rx_start(g->tape.rx, 1); /* ours may be anywhere: read it all */
+	tape_skip(g, pkt.seq, now);
+	rx_packet(g->tape.rx, &pkt, now);
 	ack_drain(g);
 }
 
 void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
+	int answer = w == &g->tape.req_io;
 
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < 8; round++) {
-		int n = net_batch_recv(&g->rx, w->fd);
+		int n = gw_stream_recv(g, w->fd, answer ? &g->tape.req_rxq : &g->tape.rxq);
+		uint64_t now = mono_ns();
 
 		if (n <= 0)
-			return;
+			break;
 		for (int i = 0; i < n; i++)
-			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i]);
+			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer, now);
 		if ((unsigned)n < g->rx.n)
-			return;
+			break;
 	}
+	gw_stream_arm(g);
 }
 
 void gw_tape_tick(struct gw *g, ev_tstamp now)
 {
-	if (g->tape.next == 0 || g->tape.next >= g->tape.high)
-		return;
-	if (!unacked(g)) {
-		g->tape.next = g->tape.high;
-		return;
+	(void)now;
+	if (g->tape.rx && rx_gap_count(g->tape.rx) > 0 && !unacked(g)) {
+		tape_skip(g, rx_high(g->tape.rx), mono_ns());
+		gw_stream_arm(g);
 	}
-	if (now - g->tape.req_at >= (ev_tstamp)g->cfg.retrans_timeout / 1e9)
-		gw_stream_request(g, &g->tape, now);
 }
 
 /* ---- open and close ------------------------------------------------------ */
 
 static int open_tape(struct gw *g)
 {
-	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf };
+	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
+				       .rxq_ovfl = 1 };
 	struct sockaddr_in group, any = { .sin_family = AF_INET };
+	struct net_bufsize rcv;
+	int rc;
 
 	if (net_parse_addr(g->cfg.tape_group, &group) < 0 ||
 	    net_parse_addr(g->cfg.tape_retrans, &g->tape.retrans[0]) < 0) {
@@ -342,17 +401,27 @@ static int open_tape(struct gw *g)
 		return -EINVAL;
 	}
 	g->tape.n_retrans = 1;
-	g->tape.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, NULL);
+	/* from the progress file's position (0: the first packet decides) */
+	rc = gw_stream_open(g, &g->tape, &tape_ops, g->cfg.reorder_bytes ? g->cfg.reorder_bytes
+									   : 8u << 20,
+			    1, g->tape.next);
+	if (rc < 0) {
+		log_err("tape receiver: %s", strerror(-rc));
+		return rc;
+	}
+	g->tape.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, &rcv);
 	if (g->tape.fd < 0) {
 		log_err("tape %s on %s: %s", g->cfg.tape_group, g->cfg.tape_iface,
 			strerror(-g->tape.fd));
 		return g->tape.fd;
 	}
-	g->tape.req_fd = net_udp_open(&any, &opt, NULL, NULL);
+	gw_rcvbuf_check("tape", &rcv);
+	g->tape.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
 	if (g->tape.req_fd < 0) {
 		log_err("tape request socket: %s", strerror(-g->tape.req_fd));
 		return g->tape.req_fd;
 	}
+	gw_rcvbuf_check("tape request socket", &rcv);
 	ev_io_init(&g->tape.io, gw_tape_read, g->tape.fd, EV_READ);
 	ev_io_init(&g->tape.req_io, gw_tape_read, g->tape.req_fd, EV_READ);
 	g->tape.io.data = g->tape.req_io.data = g;
@@ -364,7 +433,9 @@ static int open_tape(struct gw *g)
 int gw_cmd_open(struct gw *g)
 {
 	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
-	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf };
+	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
+				       .rxq_ovfl = 1 };
+	struct net_bufsize rcv;
 	struct journal_report rep;
 	struct sockaddr_in bind_addr;
 	char path[300];
@@ -396,11 +467,12 @@ int gw_cmd_open(struct gw *g)
 	    net_batch_init(&g->cmd_in, 32, 256) < 0 ||
 	    net_batch_init(&g->rx, (unsigned)g->cfg.recv_batch, MOLD_MAX_PACKET) < 0)
 		return -ENOMEM;
-	g->cmd_fd = net_udp_open(&bind_addr, &opt, NULL, NULL);
+	g->cmd_fd = net_udp_open(&bind_addr, &opt, &rcv, NULL);
 	if (g->cmd_fd < 0) {
 		log_err("command socket %s: %s", g->cfg.cmd_bind, strerror(-g->cmd_fd));
 		return g->cmd_fd;
 	}
+	gw_rcvbuf_check("command socket", &rcv);
 	ev_io_init(&g->cmd_io, on_cmd_read, g->cmd_fd, EV_READ);
 	g->cmd_io.data = g;
 	ev_io_start(g->loop, &g->cmd_io);
@@ -424,6 +496,8 @@ void gw_cmd_close(struct gw *g)
 	close_fd(g, &g->cmd_io, &g->cmd_fd);
 	close_fd(g, &g->tape.io, &g->tape.fd);
 	close_fd(g, &g->tape.req_io, &g->tape.req_fd);
+	rx_destroy(g->tape.rx);
+	g->tape.rx = NULL;
 	journal_close(g->cmd_j);
 	g->cmd_j = NULL;
 	net_batch_fini(&g->cmd_out);

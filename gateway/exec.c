@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "ouch.h"
@@ -22,28 +23,120 @@
 
 #define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
 
-void gw_stream_request(struct gw *g, struct gw_stream *s, ev_tstamp now)
-{
-	struct mold_request r = { s->sess, s->next, 0 };
-	uint8_t buf[MOLD_REQUEST_LEN];
-	const struct sockaddr_in *dst;
-	uint64_t want = s->high - s->next;
+/* ---- the receivers' common part ---------------------------------------- */
 
-	if (s->n_retrans == 0 || s->req_fd < 0 || s->next >= s->high)
+int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops,
+		   size_t reorder_bytes, unsigned n_servers, uint64_t start)
+{
+	uint64_t wait = g->cfg.retrans_timeout ? g->cfg.retrans_timeout : 10000000u;
+	struct rx_config c = {
+		.window = g->cfg.reorder_window ? (uint32_t)g->cfg.reorder_window : 65536,
+		.ring_bytes = reorder_bytes,
+		.max_count = GW_REQ_MAX_COUNT,
+		.delay_ns = g->cfg.request_delay,
+		.retry_ns = wait,
+		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
+		.settle_ns = wait / 4, /* answers in flight are not asked again */
+		.n_servers = n_servers,
+		.rng = &g->rng,
+	};
+	int rc = rx_create(&s->rx, &c, ops, g);
+
+	if (rc < 0)
+		return rc;
+	rx_start(s->rx, start);
+	return 0;
+}
+
+void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
+{
+	struct mold_request r = { s->sess, seq, count };
+	uint8_t buf[MOLD_REQUEST_LEN];
+	const struct sockaddr_in *dst = &s->retrans[server % s->n_retrans];
+
+	if (s->req_fd < 0)
 		return;
-	r.count = (uint16_t)(want < GW_REQ_MAX_COUNT ? want : GW_REQ_MAX_COUNT);
-	dst = &s->retrans[s->rr++ % s->n_retrans];
 	mold_build_request(buf, &r);
 	if (sendto(s->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "retransmission request: %s",
 				strerror(errno));
-	s->req_at = now;
-	if (s == &g->tape)
-		g->st.tape_requests++;
-	else
-		g->st.exec_requests++;
-	log_debug("%s: asked for %" PRIu64 "+%u", s == &g->tape ? "tape" : "exec", r.seq, r.count);
+	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
 }
+
+static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, rx_timer));
+	uint64_t now = mono_ns();
+
+	(void)loop;
+	(void)revents;
+	if (g->tape.rx)
+		rx_tick(g->tape.rx, now);
+	if (g->exec.rx)
+		rx_tick(g->exec.rx, now);
+	gw_stream_arm(g);
+}
+
+void gw_stream_arm(struct gw *g)
+{
+	uint64_t due = RX_NEVER, now = mono_ns();
+
+	if (g->tape.rx)
+		due = rx_due(g->tape.rx);
+	if (g->exec.rx && rx_due(g->exec.rx) < due)
+		due = rx_due(g->exec.rx);
+	ev_timer_stop(g->loop, &g->rx_timer);
+	if (due == RX_NEVER || g->stopping)
+		return;
+	ev_timer_set(&g->rx_timer, due > now ? (double)(due - now) / 1e9 : 0., 0.);
+	ev_timer_start(g->loop, &g->rx_timer);
+}
+
+int gw_stream_recv(struct gw *g, int fd, uint64_t *rxq)
+{
+	int n;
+
+	g->rx.rxq_dropped = 0;
+	n = net_batch_recv(&g->rx, fd);
+	if (g->rx.rxq_dropped > *rxq)
+		*rxq = g->rx.rxq_dropped;
+	return n;
+}
+
+void gw_rcvbuf_check(const char *what, const struct net_bufsize *b)
+{
+	if (b->capped)
+		log_warn("%s: receive buffer capped at %d bytes (asked %d): raise "
+			 "net.core.rmem_max", what, b->granted, b->requested);
+}
+
+void gw_stream_stats(struct gw *g)
+{
+	struct rx_stats t = { 0 }, e = { 0 };
+	struct net_udp_stats us = { 0 };
+
+	if (g->tape.rx)
+		rx_get_stats(g->tape.rx, &t);
+	if (g->exec.rx)
+		rx_get_stats(g->exec.rx, &e);
+	g->st.tape_gaps = t.gaps;
+	g->st.tape_requests = t.requests;
+	g->st.tape_held = t.held;
+	g->st.tape_skipped = t.lost;
+	g->st.exec_gaps = e.gaps;
+	g->st.exec_requests = e.requests;
+	g->st.exec_dups = e.duplicates;
+	g->st.exec_held = e.held;
+	g->st.exec_lost = e.lost;
+	g->st.drops_injected = g->tape.drop.dropped + g->tape.req_drop.dropped +
+			       g->exec.drop.dropped + g->exec.req_drop.dropped + g->cmd_drop.dropped;
+	g->st.rxq_dropped = g->tape.rxq + g->tape.req_rxq + g->exec.rxq + g->exec.req_rxq +
+			    g->cmd_rxq;
+	if (net_udp_stats_read(&us) == 0)
+		g->st.kernel_rcvbuf_errors = us.rcvbuf_errors;
+}
+
+/* ---- the exec stream ------------------------------------------------------ */
 
 static void exec_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t len)
 {
@@ -87,15 +180,45 @@ static void exec_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t
 	g->st.exec_routed++;
 }
 
-static void exec_packet(struct gw *g, const uint8_t *buf, size_t len)
+/* rx delivers exec block seq, the next in order. */
+static int exec_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
+{
+	struct gw *g = ctx;
+
+	exec_block(g, seq, data, len);
+	g->exec.next = seq + 1;
+	return RX_TAKEN;
+}
+
+static void exec_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
+{
+	gw_stream_request(&((struct gw *)ctx)->exec, server, seq, count);
+}
+
+/* No replica's ring holds [from, to) any more: those clients' answers are
+ * gone. Say so loudly and go on (the sessions keep their numbering). */
+static int exec_lost(void *ctx, uint64_t from, uint64_t to)
+{
+	(void)ctx;
+	log_err("exec %" PRIu64 "..%" PRIu64 ": no matcher replica holds them any more: "
+		"the client answers among them are lost",
+		from, to - 1);
+	return 1;
+}
+
+static const struct rx_ops exec_ops = { exec_deliver, exec_request, exec_lost };
+
+/* A datagram of the exec stream, or (answer) on the request socket from
+ * `from`: a retransmission, or the too-old answer (a heartbeat). */
+static void exec_packet(struct gw *g, const uint8_t *buf, size_t len, int answer,
+			const struct sockaddr_in *from, uint64_t now)
 {
 	struct mold_packet pkt;
-	struct mold_iter it;
-	const uint8_t *data;
-	uint64_t seq, end;
-	uint16_t blen;
-	int rc = mold_parse(buf, len, &g->exec.sess, 0, &pkt);
+	int rc;
 
+	if (rx_drop(answer ? &g->exec.req_drop : &g->exec.drop, buf, len))
+		return;
+	rc = mold_parse(buf, len, &g->exec.sess, 0, &pkt);
 	if (rc < 0) {
 		g->st.exec_malformed++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "exec: dropped packet: %s",
@@ -103,59 +226,50 @@ static void exec_packet(struct gw *g, const uint8_t *buf, size_t len)
 		return;
 	}
 	g->st.exec_packets++;
-	g->exec.live = 1;
-	end = pkt.kind == MOLD_DATA ? pkt.seq + pkt.count : pkt.seq;
-	if (end > g->exec.high)
-		g->exec.high = end;
-	if (pkt.kind != MOLD_DATA)
-		return;
-	if (end <= g->exec.next) {
-		g->st.exec_dups += pkt.count;
-		return;
-	}
-	if (pkt.seq > g->exec.next) {
-		/* go-back-N: the gap is asked for, this packet comes again */
-		g->st.exec_gaps++;
-		if (ev_now(g->loop) - g->exec.req_at >= (ev_tstamp)g->cfg.retrans_timeout / 1e9)
-			gw_stream_request(g, &g->exec, ev_now(g->loop));
-		return;
-	}
-	mold_iter_init(&it, &pkt);
-	while (mold_iter_next(&it, &seq, &data, &blen)) {
-		if (seq < g->exec.next) {
-			g->st.exec_dups++;
-			continue;
+	if (answer) {
+		unsigned server = 0;
+
+		if (pkt.kind == MOLD_END_OF_SESSION)
+			return;
+		if (pkt.kind == MOLD_HEARTBEAT) {
+			while (server < g->exec.n_retrans &&
+			       (g->exec.retrans[server].sin_addr.s_addr != from->sin_addr.s_addr ||
+				g->exec.retrans[server].sin_port != from->sin_port))
+				server++;
+			g->st.exec_too_old++;
+			log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+					"exec: a replica holds nothing below %" PRIu64, pkt.seq);
+			rx_too_old(g->exec.rx, server, pkt.seq, now);
+			if (rx_next(g->exec.rx) > g->exec.next)
+				g->exec.next = rx_next(g->exec.rx); /* past a hole given up */
+			return;
 		}
-		exec_block(g, seq, data, blen);
-		g->exec.next = seq + 1;
+	} else {
+		g->exec.live = 1;
 	}
-	if (g->exec.next >= g->exec.high)
-		g->exec.req_at = 0;
+	rx_packet(g->exec.rx, &pkt, now);
 }
 
 void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
+	int answer = w == &g->exec.req_io;
 
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < 8; round++) {
-		int n = net_batch_recv(&g->rx, w->fd);
+		int n = gw_stream_recv(g, w->fd, answer ? &g->exec.req_rxq : &g->exec.rxq);
+		uint64_t now = mono_ns();
 
 		if (n <= 0)
-			return;
+			break;
 		for (int i = 0; i < n; i++)
-			exec_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i]);
+			exec_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer,
+				    &g->rx.addrs[i], now);
 		if ((unsigned)n < g->rx.n)
-			return;
+			break;
 	}
-}
-
-void gw_exec_tick(struct gw *g, ev_tstamp now)
-{
-	if (g->exec.next < g->exec.high &&
-	    now - g->exec.req_at >= (ev_tstamp)g->cfg.retrans_timeout / 1e9)
-		gw_stream_request(g, &g->exec, now);
+	gw_stream_arm(g);
 }
 
 /* Writes the journals appended to in this iteration, then lets their
@@ -217,9 +331,12 @@ static int open_login(struct gw *g, struct gw_login *l, const char *dir)
 
 static int open_exec_sockets(struct gw *g)
 {
-	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf };
+	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
+				       .rxq_ovfl = 1 };
 	struct sockaddr_in group, any = { .sin_family = AF_INET };
 	char list[sizeof(g->cfg.exec_retrans)], *save = NULL;
+	struct net_bufsize rcv;
+	int rc;
 
 	if (net_parse_addr(g->cfg.exec_group, &group) < 0) {
 		log_err("[gateway] exec_group \"%s\": not host:port", g->cfg.exec_group);
@@ -235,17 +352,26 @@ static int open_exec_sockets(struct gw *g)
 		}
 		g->exec.n_retrans++;
 	}
-	g->exec.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, NULL);
+	rc = gw_stream_open(g, &g->exec, &exec_ops, g->cfg.reorder_bytes ? g->cfg.reorder_bytes
+									  : 8u << 20,
+			    g->exec.n_retrans, g->exec.next);
+	if (rc < 0) {
+		log_err("exec receiver: %s", strerror(-rc));
+		return rc;
+	}
+	g->exec.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, &rcv);
 	if (g->exec.fd < 0) {
 		log_err("exec %s on %s: %s", g->cfg.exec_group, g->cfg.tape_iface,
 			strerror(-g->exec.fd));
 		return g->exec.fd;
 	}
-	g->exec.req_fd = net_udp_open(&any, &opt, NULL, NULL);
+	gw_rcvbuf_check("exec stream", &rcv);
+	g->exec.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
 	if (g->exec.req_fd < 0) {
 		log_err("exec request socket: %s", strerror(-g->exec.req_fd));
 		return g->exec.req_fd;
 	}
+	gw_rcvbuf_check("exec request socket", &rcv);
 	ev_io_init(&g->exec.io, gw_exec_read, g->exec.fd, EV_READ);
 	ev_io_init(&g->exec.req_io, gw_exec_read, g->exec.req_fd, EV_READ);
 	g->exec.io.data = g->exec.req_io.data = g;
@@ -271,8 +397,36 @@ int gw_exec_open(struct gw *g)
 		if (rc < 0)
 			return rc;
 	}
-	g->exec.high = g->exec.next;
+	/* the loss generator and the jitter of both streams (the tape's is
+	 * opened by gw_cmd_open, after this) */
+	rx_rng_seed(&g->rng, rx_seed_of(g->cfg.node.name, g->cfg.drop_seed));
+	rx_drop_init(&g->exec.drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 10);
+	rx_drop_init(&g->exec.req_drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 11);
+	rx_drop_init(&g->tape.drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 12);
+	rx_drop_init(&g->tape.req_drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 13);
+	rx_drop_init(&g->cmd_drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 14);
+	if (g->cfg.drop_rate > 0)
+		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %" PRIu64
+			 ")", g->cfg.drop_rate, g->cfg.drop_seed);
+	ev_init(&g->rx_timer, on_rx_timer);
 	return open_exec_sockets(g);
+}
+
+int gw_exec_open_login(struct gw *g, struct gw_login *l)
+{
+	uint64_t next = g->exec.next;
+	char dir[300];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/sessions", g->cfg.node.state_dir);
+	rc = open_login(g, l, dir);
+	g->exec.next = next;
+	return rc;
 }
 
 void gw_exec_close(struct gw *g)
@@ -292,4 +446,7 @@ void gw_exec_close(struct gw *g)
 		close(g->exec.req_fd);
 		g->exec.req_fd = -1;
 	}
+	ev_timer_stop(g->loop, &g->rx_timer);
+	rx_destroy(g->exec.rx);
+	g->exec.rx = NULL;
 }

@@ -50,14 +50,26 @@ const struct config_key gw_config_keys[] = {
 	GWD(idle_timeout, "15s", "a client silent this long (or not reading) is dropped"),
 	GWD(cmd_heartbeat, "100ms", "command stream heartbeat when idle"),
 	GWD(resend_timeout, "200ms", "commands not seen on the tape by then are resent"),
-	GWD(retrans_timeout, "50ms", "an unanswered gap request is repeated after this"),
+	{ "gateway", "retrans_timeout", CONFIG_DURATION, offsetof(struct gw_config, retrans_timeout),
+	  0, "10ms", 1e5, 60e9, NULL,
+	  "wait before asking again for a range still missing (doubles each time)" },
+	{ "gateway", "retrans_timeout_max", CONFIG_DURATION,
+	  offsetof(struct gw_config, retrans_timeout_max), 0, "1s", 1e5, 600e9, NULL,
+	  "longest wait between two requests for one range" },
+	GWD(request_delay, "2ms", "the first request for a new gap waits a random time up to this"),
+	GWU(reorder_window, "65536", 2, 1 << 24, "blocks held ahead of a gap, per stream"),
+	GWZ(reorder_bytes, "8M", 4096, 4294967295.0, "memory for the blocks held, per stream"),
+	{ "gateway", "drop_rate", CONFIG_DOUBLE, offsetof(struct gw_config, drop_rate), 0, "0", 0,
+	  1, NULL, "loss generator for tests: fraction of received datagrams thrown away" },
+	GWU(drop_seed, "1", 0, 0, "loss generator seed: the same seed loses the same packets"),
 	GWU(max_sessions, "1024", 1, 1000000, "simultaneous client connections"),
 	GWZ(max_datagram, "1472", 64, 65507, "largest datagram sent"),
 	GWU(send_batch, "64", 1, 1024, "datagrams per sendmmsg"),
 	GWU(recv_batch, "64", 1, 1024, "datagrams per recvmmsg"),
 	GWZ(out_buffer, "64KiB", 4096, 64ull << 20, "output buffer per client session"),
 	GWU(resend_max, "4096", 1, 1000000, "commands resent per round"),
-	GWZ(rcvbuf, "4M", 0, 1ull << 30, "UDP receive buffer (0: kernel default)"),
+	GWZ(rcvbuf, "4M", 0, 1ull << 30,
+	    "UDP receive buffers (SO_RCVBUFFORCE, else capped by rmem_max; 0: kernel default)"),
 	{ "gateway", "fsync", CONFIG_ENUM, offsetof(struct gw_config, fsync), 0, "none", 0, 0,
 	  fsync_names, "journal fsync policy: none, interval or batch" },
 	CONFIG_END,
@@ -74,30 +86,43 @@ static uint32_t name_hash(const uint8_t *p, size_t n)
 	return h;
 }
 
-static int logins_build(struct gw *g)
+/* Indexes g->logins[0..n) by name; a new table replaces the old one only
+ * when it could be allocated. */
+static int hash_build(struct gw *g, size_t n)
 {
 	size_t size = 16;
+	int32_t *hash;
 
-	while (size < g->creds.n * 2)
+	while (size < n * 2)
 		size *= 2;
-	g->logins = calloc(g->creds.n ? g->creds.n : 1, sizeof(*g->logins));
-	g->hash = malloc(size * sizeof(*g->hash));
-	if (!g->logins || !g->hash)
+	hash = malloc(size * sizeof(*hash));
+	if (!hash)
 		return -ENOMEM;
-	g->hash_mask = size - 1;
 	for (size_t i = 0; i < size; i++)
-		g->hash[i] = -1;
-	for (size_t i = 0; i < g->creds.n; i++) {
-		const char *name = g->creds.v[i].login;
-		size_t h = name_hash((const uint8_t *)name, strlen(name)) & g->hash_mask;
+		hash[i] = -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = g->logins[i].cred.login;
+		size_t h = name_hash((const uint8_t *)name, strlen(name)) & (size - 1);
 
-		g->logins[i].cred = g->creds.v[i];
-		while (g->hash[h] >= 0)
-			h = (h + 1) & g->hash_mask;
-		g->hash[h] = (int32_t)i;
+		while (hash[h] >= 0)
+			h = (h + 1) & (size - 1);
+		hash[h] = (int32_t)i;
 	}
-	g->n_logins = g->creds.n;
+	free(g->hash);
+	g->hash = hash;
+	g->hash_mask = size - 1;
 	return 0;
+}
+
+static int logins_build(struct gw *g)
+{
+	g->logins = calloc(g->creds.n ? g->creds.n : 1, sizeof(*g->logins));
+	if (!g->logins)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->creds.n; i++)
+		g->logins[i].cred = g->creds.v[i];
+	g->n_logins = g->creds.n;
+	return hash_build(g, g->n_logins);
 }
 
 /* name: len bytes, trailing spaces allowed (exec block user, Login Request). */
@@ -119,6 +144,111 @@ struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len)
 		h = (h + 1) & g->hash_mask;
 	}
 	return NULL;
+}
+
+/* Logins from a re-read credentials file. A login never moves while its
+ * session or the journal flush list may point at it, and never goes away:
+ * one gone from the file is revoked (no new login; its session gets End of
+ * Session; executions of its orders are still journalled for it), one kept
+ * or back takes its new password, firm and options, one new gets a journal
+ * (the table grows by a copy, the sessions' pointers follow). */
+static int logins_reload(struct gw *g, const char *path, char *msg, size_t msglen)
+{
+	struct gw_creds nc = { 0 };
+	struct gw_login *nl;
+	size_t n_new = 0, n_old = g->n_logins, revoked = 0;
+	char err[512];
+	int rc;
+
+	if (path[0] && (rc = gw_creds_load(&nc, path, err, sizeof(err))) < 0) {
+		snprintf(msg, msglen, "credentials: %s", err);
+		gw_creds_fini(&nc);
+		return rc;
+	}
+	for (size_t i = 0; i < nc.n; i++)
+		if (!gw_login_find(g, (const uint8_t *)nc.v[i].login, strlen(nc.v[i].login)))
+			n_new++;
+	if (n_new) {
+		gw_exec_flush(g); /* empties the flush list, which points at logins */
+		nl = calloc(n_old + n_new, sizeof(*nl));
+		if (!nl) {
+			gw_creds_fini(&nc);
+			snprintf(msg, msglen, "credentials: out of memory");
+			return -ENOMEM;
+		}
+		memcpy(nl, g->logins, n_old * sizeof(*nl));
+		for (struct gw_session *s = g->sessions; s; s = s->next)
+			if (s->login)
+				s->login = nl + (s->login - g->logins);
+		free(g->logins);
+		g->logins = nl;
+	}
+	for (size_t i = 0; i < n_old; i++)
+		g->logins[i].revoked = 1;
+	for (size_t i = 0; i < nc.n; i++) {
+		struct gw_login *l = gw_login_find(g, (const uint8_t *)nc.v[i].login,
+						   strlen(nc.v[i].login));
+
+		if (!l) {
+			l = &g->logins[g->n_logins];
+			memset(l, 0, sizeof(*l));
+			l->cred = nc.v[i];
+			if ((rc = gw_exec_open_login(g, l)) < 0) {
+				journal_close(l->j);
+				memset(l, 0, sizeof(*l));
+				log_err("credentials: login %s: journal: %s", nc.v[i].login,
+					strerror(-rc));
+				continue;
+			}
+			g->n_logins++;
+		}
+		l->cred = nc.v[i];
+		l->revoked = 0;
+	}
+	if (g->n_logins != n_old && (rc = hash_build(g, g->n_logins)) < 0) {
+		g->n_logins = n_old; /* the new ones cannot be found: drop them */
+		for (size_t i = n_old; i < n_old + n_new; i++)
+			journal_close(g->logins[i].j);
+		gw_creds_fini(&nc);
+		snprintf(msg, msglen, "credentials: out of memory");
+		return rc;
+	}
+	for (size_t i = 0; i < g->n_logins; i++) {
+		if (!g->logins[i].revoked)
+			continue;
+		revoked++;
+		if (g->logins[i].sess)
+			gw_session_end(g->logins[i].sess);
+	}
+	gw_creds_fini(&g->creds);
+	g->creds = nc;
+	snprintf(msg, msglen, "%zu logins (%zu new, %zu revoked)", g->n_logins - revoked,
+		 g->n_logins - n_old, revoked);
+	return 0;
+}
+
+/* RELOAD and SIGHUP: [node] log_level and log_timestamps (applied by
+ * daemon_reload_config) and the logins of [gateway] credentials. */
+static int gw_reload(void *ctx, char *msg, size_t msglen)
+{
+	static struct gw_config fresh;
+	struct gw *g = ctx;
+	size_t len;
+	int rc = daemon_reload_config(&fresh, &fresh.node, msg, msglen);
+
+	if (rc < 0)
+		return rc;
+	len = strlen(msg);
+	if (len + 2 >= msglen)
+		return 0;
+	msg[len++] = ',';
+	msg[len++] = ' ';
+	rc = logins_reload(g, fresh.credentials, msg + len, msglen - len);
+	if (rc == 0)
+		memcpy(g->cfg.credentials, fresh.credentials, sizeof(g->cfg.credentials));
+	g->cfg.node.log_level = fresh.node.log_level;
+	g->cfg.node.log_timestamps = fresh.node.log_timestamps;
+	return rc;
 }
 
 /* ---- progress ------------------------------------------------------------ */
@@ -199,7 +329,6 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	gw_cmd_tick(g, now);
 	gw_tape_tick(g, now);
-	gw_exec_tick(g, now);
 	if (now - g->last_persist >= 1.0) {
 		progress_save(g);
 		g->last_persist = now;
@@ -217,7 +346,9 @@ static const char *const stat_names[] = {
 	"cmd_heartbeats", "session_events", "tape_packets", "tape_malformed", "tape_gaps",
 	"tape_requests", "tape_fenced", "cmds_acked", "exec_packets", "exec_malformed",
 	"exec_dups", "exec_gaps", "exec_requests", "exec_blocks", "exec_routed",
-	"exec_foreign", "out_msgs", "replayed", "journal_errors",
+	"exec_foreign", "out_msgs", "replayed", "journal_errors", "tape_held", "tape_too_old",
+	"tape_skipped", "exec_held", "exec_too_old", "exec_lost", "retrans_too_old",
+	"drops_injected", "rxq_dropped", "kernel_rcvbuf_errors",
 };
 
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) ==
@@ -240,13 +371,15 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 	reply->seq = g->tape_last;
 	reply->commit = g->tape_commit;
 	reply->ouch = g->ouch_addr;
-	if (req->op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS)
+	if (req->op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS ||
+	    daemon_ctl_runtime(req, reply, gw_reload, g))
 		return;
 	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__STATS) {
 		reply->error = -EOPNOTSUPP;
-		reply->message = "the gateway answers STATUS and STATS";
+		reply->message = "the gateway answers STATUS, STATS, LOGLEVEL and RELOAD";
 		return;
 	}
+	gw_stream_stats(g);
 	for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++, n++) {
 		lockstep__counter__init(&counters[n]);
 		counters[n].name = (char *)stat_names[i];

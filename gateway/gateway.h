@@ -39,7 +39,12 @@ struct gw_config {
 	uint64_t idle_timeout; /* a silent client is dropped after this */
 	uint64_t cmd_heartbeat; /* command stream heartbeat when idle */
 	uint64_t resend_timeout; /* a command not on the tape by then is resent */
-	uint64_t retrans_timeout; /* a gap request is repeated after this */
+	uint64_t retrans_timeout; /* first back-off of a gap request (then doubled) */
+	uint64_t retrans_timeout_max; /* back-off cap */
+	uint64_t request_delay; /* first request of a gap: random in [0, this] */
+	uint64_t reorder_window, reorder_bytes; /* blocks held ahead of a gap, per stream */
+	double drop_rate; /* loss generator on every receive path, 0: off */
+	uint64_t drop_seed;
 	uint64_t max_sessions;
 	uint64_t max_datagram;
 	uint64_t send_batch; /* datagrams per sendmmsg */

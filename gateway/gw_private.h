@@ -11,6 +11,7 @@
 #include "log.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "rx.h"
 #include "soupbin.h"
 
 #define GW_IN_BUF 1024 /* client input: any valid inbound packet is < 64 bytes */
@@ -30,6 +31,7 @@ struct gw_login {
 	int jdirty; /* on gw->jdirty: appended to since the last flush */
 	struct gw_login *next_jdirty;
 	struct gw_session *sess; /* the logged-in session, or NULL */
+	int revoked; /* gone from the credentials file (reload): no new login */
 };
 
 enum gw_sess_state {
@@ -67,19 +69,27 @@ struct gw_stats {
 		tape_packets, tape_malformed, tape_gaps, tape_requests, tape_fenced, cmds_acked,
 		exec_packets, exec_malformed, exec_dups, exec_gaps, exec_requests, exec_blocks,
 		exec_routed, exec_foreign, out_msgs, replayed, journal_errors;
+	/* loss recovery (common/rx.h); the receivers' counters are copied in
+	 * by gw_stream_stats() */
+	uint64_t tape_held, tape_too_old, tape_skipped, exec_held, exec_too_old, exec_lost,
+		retrans_too_old, drops_injected, rxq_dropped, kernel_rcvbuf_errors;
 };
 
+/* A received MoldUDP64 stream (the tape, the exec stream): its gaps, held
+ * blocks and requests are rx's; answers and the too-old answer (a
+ * heartbeat, common/rx.h) come back on req_fd only. */
 struct gw_stream {
 	int fd; /* multicast receiver */
 	int req_fd; /* unicast: requests out, retransmissions back */
 	ev_io io, req_io;
 	struct mold_session sess;
+	struct rx *rx;
 	uint64_t next; /* next sequence number expected (0: not known yet) */
-	uint64_t high; /* one past the highest sequence number known to exist */
-	ev_tstamp req_at; /* when the outstanding request was sent (0: none) */
 	int live; /* heard a packet or heartbeat */
 	struct sockaddr_in retrans[GW_MAX_EXEC_RETRANS];
-	unsigned n_retrans, rr;
+	unsigned n_retrans;
+	struct rx_drop drop, req_drop; /* the loss generator, per socket */
+	uint64_t rxq, req_rxq; /* SO_RXQ_OVFL, per socket */
 };
 
 struct gw {
@@ -122,6 +132,10 @@ struct gw {
 
 	/* the tape and the exec stream */
 	struct gw_stream tape, exec;
+	struct rx_rng rng; /* request jitter of both streams */
+	ev_timer rx_timer; /* the earliest request either stream has due */
+	struct rx_drop cmd_drop; /* requests from the sequencer */
+	uint64_t cmd_rxq;
 	struct net_batch rx;
 	uint64_t tape_term, tape_commit, tape_last;
 
@@ -144,6 +158,8 @@ void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents);
 void gw_session_flush_all(struct gw *g);
 void gw_session_reap(struct gw *g);
 void gw_session_end_all(struct gw *g);
+/* End of Session to one client, then the connection closes (a revoked login). */
+void gw_session_end(struct gw_session *s);
 /* Schedules a write (and journal replay) for this iteration. */
 void gw_session_wake(struct gw_session *s);
 /* Offers journal record `seq` of login (its bytes: u64 exec seq + OUCH) to
@@ -164,10 +180,22 @@ void gw_tape_tick(struct gw *g, ev_tstamp now);
 int gw_exec_open(struct gw *g);
 void gw_exec_close(struct gw *g);
 void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents);
-void gw_exec_tick(struct gw *g, ev_tstamp now);
 void gw_exec_flush(struct gw *g);
+/* Opens the journal of a login added at run time (credentials reload);
+ * unlike at start, the exec stream's position stays where it is. */
+int gw_exec_open_login(struct gw *g, struct gw_login *l);
 
-/* common to the tape and exec receivers */
-void gw_stream_request(struct gw *g, struct gw_stream *s, ev_tstamp now);
+/* common to the tape and exec receivers (exec.c) */
+int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops,
+		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
+void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
+/* Arms g->rx_timer for the earliest request due. */
+void gw_stream_arm(struct gw *g);
+/* recvmmsg into g->rx keeping the socket's own SO_RXQ_OVFL count. */
+int gw_stream_recv(struct gw *g, int fd, uint64_t *rxq);
+/* Warns when a socket's receive buffer was capped. */
+void gw_rcvbuf_check(const char *what, const struct net_bufsize *b);
+/* Copies the receivers' counters into g->st (for STATS). */
+void gw_stream_stats(struct gw *g);
 
 #endif

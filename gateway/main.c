@@ -1,15 +1,27 @@
 /* lockstep-gateway: the client-facing gateway daemon (see gateway.h). */
 #include <ev.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon.h"
 #include "gateway.h"
 #include "log.h"
+#include "notify.h"
+
+static struct notifier notifier; /* sd_notify: READY=1, STATUS=, WATCHDOG=1 */
 
 static void on_stop(struct ev_loop *loop, void *ctx)
 {
 	(void)loop;
+	notifier_stopping(&notifier);
 	gw_stop(ctx);
+}
+
+static void on_reload(struct ev_loop *loop, void *ctx)
+{
+	(void)loop;
+	(void)ctx;
+	notifier_reload(&notifier);
 }
 
 int main(int argc, char **argv)
@@ -37,9 +49,14 @@ int main(int argc, char **argv)
 	if (gw_open(&g, loop, &cfg) < 0)
 		return EXIT_FAILURE;
 	sig.on_stop = on_stop;
+	sig.on_reload = on_reload;
 	sig.ctx = g;
 	daemon_signals_start(&sig, loop);
+	if ((rc = notifier_start(&notifier, loop)) < 0)
+		log_warn("NOTIFY_SOCKET: %s: not notifying the service manager", strerror(-rc));
 	ev_run(loop, 0);
+	notifier_stopping(&notifier);
+	notifier_stop(&notifier);
 	daemon_signals_stop(&sig, loop);
 	gw_close(g);
 	log_notice("stopped");

@@ -158,7 +158,7 @@ static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 		return;
 	}
 	l = gw_login_find(g, (const uint8_t *)req.username, strlen(req.username));
-	if (!l || strcasecmp(l->cred.password, req.password) != 0) {
+	if (!l || l->revoked || strcasecmp(l->cred.password, req.password) != 0) {
 		login_reject(s, SOUP_REJECT_NOT_AUTHORIZED);
 		return;
 	}
@@ -538,6 +538,14 @@ void gw_session_reap(struct gw *g)
 		}
 		free(s);
 	}
+}
+
+void gw_session_end(struct gw_session *s)
+{
+	if (s->state != GW_SESS_ACTIVE)
+		return;
+	OUT_PACKET(s, soup_build_end_of_session);
+	session_finish(s, 0);
 }
 
 /* Shutdown: End of Session to every logged-in client, one write attempt

@@ -5,18 +5,29 @@
 #include "daemon.h"
 #include "log.h"
 #include "matcher.h"
+#include "notify.h"
+
+static struct notifier notifier; /* sd_notify: READY=1, STATUS=, WATCHDOG=1 */
 
 static void on_stop(struct ev_loop *loop, void *ctx)
 {
+	notifier_stopping(&notifier);
 	matcher_stop(ctx);
 	ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_reload(struct ev_loop *loop, void *ctx)
+{
+	(void)loop;
+	(void)ctx;
+	notifier_reload(&notifier);
 }
 
 int main(int argc, char **argv)
 {
 	static struct matcher_config cfg;
 	struct daemon_args args;
-	struct daemon_signals sig = { .on_stop = on_stop };
+	struct daemon_signals sig = { .on_stop = on_stop, .on_reload = on_reload };
 	struct ev_loop *loop = EV_DEFAULT;
 	struct matcher *m;
 	int r, err;
@@ -35,7 +46,11 @@ int main(int argc, char **argv)
 	}
 	sig.ctx = m;
 	daemon_signals_start(&sig, loop);
+	if ((err = notifier_start(&notifier, loop)) < 0)
+		log_warn("NOTIFY_SOCKET: %s: not notifying the service manager", strerror(-err));
 	ev_run(loop, 0);
+	notifier_stopping(&notifier);
+	notifier_stop(&notifier);
 	daemon_signals_stop(&sig, loop);
 	matcher_destroy(m);
 	log_notice("stopped");

@@ -6,6 +6,7 @@
 
 #include "arena.h"
 #include "clock.h"
+#include "convert.h"
 #include "ctl.h"
 #include "engine.h"
 #include "lockstep.pb-c.h"
@@ -13,10 +14,10 @@
 #include "matcher.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "rx.h"
 #include "tape.h"
 #include "wire.h"
 
-#define MAX_SYMBOLS 256
 #define EXEC_SLOT 128 /* bytes per exec block in the ring: 14 + OUCH_MAX_LEN fits */
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
 #define DRAIN_ROUNDS 16 /* recvmmsg calls per wakeup, so one stream cannot starve the rest */
@@ -52,13 +53,25 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "ring", CONFIG_UINT, OFF(ring), 0, "1048576", 1024, 1 << 26, NULL,
 	  "execution blocks kept in memory for retransmission" },
 	{ "matcher", "rcvbuf", CONFIG_SIZE, OFF(rcvbuf), 0, "8M", 0, 0, NULL,
-	  "receive buffer of the tape socket" },
+	  "receive buffer of the tape sockets (SO_RCVBUFFORCE, else capped by rmem_max)" },
 	{ "matcher", "sndbuf", CONFIG_SIZE, OFF(sndbuf), 0, "4M", 0, 0, NULL,
 	  "send buffer of the execution socket" },
 	{ "matcher", "heartbeat", CONFIG_DURATION, OFF(heartbeat_ns), 0, "100ms", 0, 0, NULL,
 	  "execution stream heartbeat interval when idle" },
-	{ "matcher", "retrans_wait", CONFIG_DURATION, OFF(retrans_wait_ns), 0, "50ms", 0, 0, NULL,
-	  "how long to wait for a retransmission before asking again" },
+	{ "matcher", "retrans_wait", CONFIG_DURATION, OFF(retrans_wait_ns), 0, "10ms", 1e5, 60e9,
+	  NULL, "wait before asking again for a tape range still missing (doubles each time)" },
+	{ "matcher", "retrans_wait_max", CONFIG_DURATION, OFF(retrans_wait_max_ns), 0, "1s", 1e5,
+	  600e9, NULL, "longest wait between two requests for one range" },
+	{ "matcher", "request_delay", CONFIG_DURATION, OFF(request_delay_ns), 0, "2ms", 0, 10e9,
+	  NULL, "the first request for a new gap waits a random time up to this" },
+	{ "matcher", "reorder_window", CONFIG_UINT, OFF(reorder_window), 0, "65536", 2, 1 << 24,
+	  NULL, "tape events held ahead of a gap (sequence numbers)" },
+	{ "matcher", "reorder_bytes", CONFIG_SIZE, OFF(reorder_bytes), 0, "16M", 4096,
+	  4294967295.0, NULL, "memory for the tape events held ahead of a gap" },
+	{ "matcher", "drop_rate", CONFIG_DOUBLE, OFF(drop_rate), 0, "0", 0, 1, NULL,
+	  "loss generator for tests: fraction of received datagrams thrown away" },
+	{ "matcher", "drop_seed", CONFIG_UINT, OFF(drop_seed), 0, "1", 0, 0, NULL,
+	  "loss generator seed: the same seed loses the same packets" },
 	{ "matcher", "batch", CONFIG_UINT, OFF(batch), 0, "64", 1, 1024, NULL,
 	  "datagrams per recvmmsg/sendmmsg" },
 	{ "matcher", "max_datagram", CONFIG_UINT, OFF(max_datagram), 0, "1472", 64, 65507, NULL,
@@ -68,8 +81,11 @@ static const struct config_key matcher_keys[] = {
 
 const struct config_spec matcher_config_spec = { .keys = matcher_keys };
 
-enum matcher_state { M_STARTING, M_CATCHING_UP, M_LIVE, M_STATE_MAX };
-static const char *const state_names[M_STATE_MAX] = { "starting", "catching-up", "live" };
+/* stalled: a part of the tape that no retransmission server holds any more
+ * is missing; the replica cannot go on by itself (logged as an error). */
+enum matcher_state { M_STARTING, M_CATCHING_UP, M_LIVE, M_STALLED, M_STATE_MAX };
+static const char *const state_names[M_STATE_MAX] = { "starting", "catching-up", "live",
+						      "stalled" };
 
 struct matcher_stats {
 	uint64_t tape_packets, tape_malformed, tape_wrong_session, tape_duplicates, tape_gaps;
@@ -77,6 +93,8 @@ struct matcher_stats {
 	uint64_t retrans_requests_sent, exec_blocks, exec_packets, exec_send_errors;
 	uint64_t exec_requests_served, exec_requests_too_old, exec_requests_bad;
 	uint64_t exec_blocks_resent, heartbeats_sent, rxq_dropped;
+	uint64_t tape_answers, tape_too_old, tape_unrecoverable, exec_requests_dropped;
+	uint64_t drops_injected, drops_injected_data;
 };
 
 struct matcher {
@@ -85,7 +103,7 @@ struct matcher {
 	struct engine *engine;
 	enum matcher_state state;
 	char *symbol_store;
-	const char *symbols[MAX_SYMBOLS];
+	const char *symbols[CONVERT_MAX_SYMBOLS];
 
 	/* the tape */
 	int tape_fd;
@@ -93,11 +111,18 @@ struct matcher {
 	ev_io tape_io;
 	struct mold_session tape_session;
 	struct sockaddr_in tape_retrans;
-	uint64_t next_seq; /* next tape seq to apply */
-	uint64_t highest_seen; /* highest tape seq known to exist */
+	int req_fd; /* unicast: tape requests out, answers (and too-old answers) in */
+	ev_io req_io;
+	struct rx *tape_rx; /* gaps, reorder window, requests: the next event to apply */
+	struct rx_rng rng;
+	struct rx_drop drop_tape, drop_req, drop_retrans;
+	ev_timer rx_timer; /* when rx wants its next tick */
+	uint64_t now; /* mono time, read once per batch */
+	uint64_t rxq_tape, rxq_req, rxq_retrans; /* SO_RXQ_OVFL per socket */
+	uint64_t tick_applied; /* applied() at the last tick */
+	int rcvbuf_granted;
 	uint64_t term; /* highest term seen */
 	uint64_t commit;
-	uint64_t last_request_ns;
 	int heard; /* a packet of the tape has arrived */
 	struct arena arena;
 
@@ -121,13 +146,22 @@ struct matcher {
 };
 
 static struct log_ratelimit rl_malformed = LOG_RATELIMIT_INIT(5, 5);
+static struct log_ratelimit rl_lost = LOG_RATELIMIT_INIT(1, 5);
+
+/* The last tape seq applied. */
+static uint64_t applied(const struct matcher *m)
+{
+	uint64_t next = m->tape_rx ? rx_next(m->tape_rx) : 1;
+
+	return next ? next - 1 : 0;
+}
 
 static void set_state(struct matcher *m, enum matcher_state s)
 {
 	if (m->state == s)
 		return;
 	log_notice("%s -> %s at tape seq %llu", state_names[m->state], state_names[s],
-		   (unsigned long long)(m->next_seq - 1));
+		   (unsigned long long)applied(m));
 	m->state = s;
 }
 
@@ -195,86 +229,12 @@ static void on_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 
 /* --- applying the tape ------------------------------------------------------ */
 
-static int copy_str(char *dst, size_t cap, const char *src)
-{
-	size_t n = src ? strlen(src) : 0;
-
-	if (n >= cap)
-		return -1;
-	memcpy(dst, src ? src : "", n + 1);
-	return 0;
-}
-
-/* Command -> engine command; -1 when a field cannot be what a gateway sends. */
-static int to_engine_cmd(const Lockstep__Command *c, struct engine_cmd *e)
-{
-	memset(e, 0, sizeof(*e));
-	if (copy_str(e->user, sizeof(e->user), c->user) < 0 ||
-	    copy_str(e->firm, sizeof(e->firm), c->firm) < 0)
-		return -1;
-	switch (c->body_case) {
-	case LOCKSTEP__COMMAND__BODY_NEW_ORDER: {
-		const Lockstep__NewOrder *o = c->new_order;
-		struct ouch_enter_order *x = &e->u.enter;
-
-		e->kind = ENGINE_ENTER;
-		if (copy_str(x->token, sizeof(x->token), o->token) < 0 ||
-		    copy_str(x->stock, sizeof(x->stock), o->symbol) < 0 ||
-		    copy_str(x->firm, sizeof(x->firm), o->firm) < 0)
-			return -1;
-		x->side = (char)o->side;
-		x->shares = o->shares;
-		x->price = o->price;
-		x->tif = o->tif;
-		x->display = (char)o->display;
-		x->capacity = (char)o->capacity;
-		x->iso = (char)o->iso;
-		x->min_qty = o->min_qty;
-		x->cross_type = (char)o->cross_type;
-		x->customer_type = (char)o->customer_type;
-		return 0;
-	}
-	case LOCKSTEP__COMMAND__BODY_CANCEL:
-		e->kind = ENGINE_CANCEL;
-		e->u.cancel.shares = c->cancel->shares;
-		return copy_str(e->u.cancel.token, sizeof(e->u.cancel.token), c->cancel->token);
-	case LOCKSTEP__COMMAND__BODY_REPLACE: {
-		const Lockstep__ReplaceOrder *r = c->replace;
-		struct ouch_replace_order *x = &e->u.replace;
-
-		e->kind = ENGINE_REPLACE;
-		if (copy_str(x->existing_token, sizeof(x->existing_token), r->existing_token) < 0 ||
-		    copy_str(x->replacement_token, sizeof(x->replacement_token),
-			     r->replacement_token) < 0)
-			return -1;
-		x->shares = r->shares;
-		x->price = r->price;
-		x->tif = r->tif;
-		x->display = (char)r->display;
-		x->iso = (char)r->iso;
-		x->min_qty = r->min_qty;
-		return 0;
-	}
-	case LOCKSTEP__COMMAND__BODY_MODIFY:
-		e->kind = ENGINE_MODIFY;
-		e->u.modify.side = (char)c->modify->side;
-		e->u.modify.shares = c->modify->shares;
-		return copy_str(e->u.modify.token, sizeof(e->u.modify.token), c->modify->token);
-	case LOCKSTEP__COMMAND__BODY_SESSION:
-		e->kind = ENGINE_CANCEL_ALL;
-		return 0;
-	default:
-		return -1;
-	}
-}
-
 /* Applies the event at m->next_seq. Returns 0, or -EAGAIN when it is not
  * committed yet (the caller stops and waits for the commit position). */
 static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uint16_t len)
 {
 	struct tape_event_view v;
 	struct engine_cmd cmd;
-	Lockstep__Command *c;
 
 	if (tape_event_peek(data, len, &v) < 0 || v.seq != seq) {
 		/* Every replica sees the same bytes, so skipping keeps them equal. */
@@ -290,54 +250,113 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	if (seq > m->commit)
 		return -EAGAIN;
 	m->cur_tape_seq = seq;
-	if (v.body != TAPE_BODY_COMMAND) {
-		engine_advance_time(m->engine, v.timestamp, on_emit, m);
-		return 0;
-	}
-	arena_reset(&m->arena);
-	c = lockstep__command__unpack(&m->arena.allocator, v.body_len, v.body_data);
-	if (!c || to_engine_cmd(c, &cmd) < 0) {
+	/* The conversion lockstep-replay's rebuild shares (matcher/convert.h). */
+	switch (convert_event(&v, m->cfg->partition, &m->arena, &cmd)) {
+	case CONVERT_SKIP:
 		m->st.events_malformed++;
 		log_ratelimited(&rl_malformed, LOG_LVL_ERR,
 				"tape seq %llu: undecodable command skipped", (unsigned long long)seq);
 		return 0;
-	}
-	if (c->partition != m->cfg->partition) {
+	case CONVERT_OTHER_PARTITION:
 		m->st.events_other_partition++;
+		/* fall through */
+	case CONVERT_TIME:
 		engine_advance_time(m->engine, v.timestamp, on_emit, m);
 		return 0;
+	case CONVERT_APPLY:
+		break;
 	}
 	engine_apply(m->engine, seq, v.timestamp, &cmd, on_emit, m);
 	m->st.events_applied++;
 	return 0;
 }
 
-static void request_gap(struct matcher *m, uint64_t now)
-{
-	uint8_t buf[MOLD_REQUEST_LEN];
-	struct mold_request r = { .session = m->tape_session, .seq = m->next_seq };
-	uint64_t want = m->highest_seen - m->next_seq + 1;
+/* --- the tape's loss recovery (common/rx.h) ------------------------------ */
 
-	if (m->highest_seen < m->next_seq || now - m->last_request_ns < m->cfg->retrans_wait_ns)
-		return;
-	r.count = want > 0xFFFE ? 0xFFFE : (uint16_t)want;
-	mold_build_request(buf, &r);
-	if (sendto(m->tape_fd, buf, sizeof(buf), 0, (struct sockaddr *)&m->tape_retrans,
-		   sizeof(m->tape_retrans)) == (ssize_t)sizeof(buf))
-		m->st.retrans_requests_sent++;
-	m->last_request_ns = now;
+static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
+{
+	/* Not committed yet: rx keeps the event and offers it again at
+	 * rx_resume(), after the next packet or tick. */
+	return apply_event(ctx, seq, data, len) < 0 ? RX_HOLD : RX_TAKEN;
 }
 
-static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len)
+static void send_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
+{
+	struct matcher *m = ctx;
+	struct mold_request r = { .session = m->tape_session, .seq = seq, .count = count };
+	uint8_t buf[MOLD_REQUEST_LEN];
+
+	(void)server; /* one tape retransmission server */
+	mold_build_request(buf, &r);
+	if (sendto(m->req_fd, buf, sizeof(buf), 0, (struct sockaddr *)&m->tape_retrans,
+		   sizeof(m->tape_retrans)) != (ssize_t)sizeof(buf))
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "tape request: %s", strerror(errno));
+}
+
+/* Nobody holds [from, to) any more. A replica must apply every event, so it
+ * never skips: it keeps asking at the capped back-off, and says so. */
+static int on_lost(void *ctx, uint64_t from, uint64_t to)
+{
+	struct matcher *m = ctx;
+
+	m->st.tape_unrecoverable++;
+	log_ratelimited(&rl_lost, LOG_LVL_ERR,
+			"tape %llu..%llu is no longer held by the retransmission server: this "
+			"replica cannot catch up by itself (rebuild it from a journal with "
+			"lockstep-replay)",
+			(unsigned long long)from, (unsigned long long)(to - 1));
+	set_state(m, M_STALLED);
+	return 0;
+}
+
+static const struct rx_ops tape_ops = { on_event, send_request, on_lost };
+
+/* Arms the timer for rx's next scheduled request. */
+static void rx_arm(struct matcher *m)
+{
+	uint64_t due = rx_due(m->tape_rx);
+
+	ev_timer_stop(m->loop, &m->rx_timer);
+	if (due == RX_NEVER)
+		return;
+	ev_timer_set(&m->rx_timer, due > m->now ? (double)(due - m->now) / 1e9 : 0., 0.);
+	ev_timer_start(m->loop, &m->rx_timer);
+}
+
+static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct matcher *m = w->data;
+
+	(void)loop;
+	(void)revents;
+	m->now = mono_ns();
+	rx_tick(m->tape_rx, m->now);
+	rx_arm(m);
+}
+
+/* recvmmsg, keeping the socket's own SO_RXQ_OVFL count (the batch is shared). */
+static int recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
+{
+	int n;
+
+	b->rxq_dropped = 0;
+	n = net_batch_recv(b, fd);
+	if (b->rxq_dropped > *rxq)
+		*rxq = b->rxq_dropped;
+	return n;
+}
+
+/* A datagram of the tape (answer 0) or on the request socket (answer 1:
+ * retransmissions, and the too-old answer, a heartbeat). */
+static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, int answer)
 {
 	struct mold_packet p;
-	struct mold_iter it;
-	const uint8_t *data;
-	uint64_t seq;
-	uint16_t blen;
-	int err = mold_parse(buf, len, &m->tape_session, 0, &p);
+	int err;
 
+	if (rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
+		return;
 	m->st.tape_packets++;
+	err = mold_parse(buf, len, &m->tape_session, 0, &p);
 	if (err == MOLD_E_SESSION) {
 		m->st.tape_wrong_session++;
 		return;
@@ -348,52 +367,47 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len)
 				len, mold_strerror(err));
 		return;
 	}
-	m->heard = 1;
-	if (p.kind != MOLD_DATA) {
-		if (p.seq > 0 && p.seq - 1 > m->highest_seen)
-			m->highest_seen = p.seq - 1;
-		return;
-	}
-	if (p.seq + p.count - 1 > m->highest_seen)
-		m->highest_seen = p.seq + p.count - 1;
-	mold_iter_init(&it, &p);
-	while (mold_iter_next(&it, &seq, &data, &blen)) {
-		if (seq < m->next_seq) {
-			m->st.tape_duplicates++;
-			continue;
-		}
-		if (seq > m->next_seq) { /* go-back-N: the gap is requested, this waits */
-			m->st.tape_gaps++;
+	if (answer) {
+		m->st.tape_answers++;
+		if (p.kind == MOLD_HEARTBEAT) {
+			m->st.tape_too_old++;
+			log_ratelimited(&rl_lost, LOG_LVL_WARNING,
+					"tape retransmission server: nothing held below %llu",
+					(unsigned long long)p.seq);
+			rx_too_old(m->tape_rx, 0, p.seq, m->now);
 			return;
 		}
-		if (apply_event(m, seq, data, blen) < 0)
+		if (p.kind != MOLD_DATA)
 			return;
-		m->next_seq++;
+	} else {
+		m->heard = 1;
 	}
+	rx_packet(m->tape_rx, &p, m->now);
 }
 
 static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct matcher *m = w->data;
-	int n;
+	int answer = w == &m->req_io, n;
 
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < DRAIN_ROUNDS; round++) {
-		n = net_batch_recv(&m->rx, m->tape_fd);
+		n = recv_counted(&m->rx, w->fd, answer ? &m->rxq_req : &m->rxq_tape);
 		if (n <= 0)
 			break;
+		m->now = mono_ns();
 		for (int i = 0; i < n; i++)
-			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i]);
+			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer);
 		if ((unsigned)n < m->rx.n)
 			break;
 	}
-	m->st.rxq_dropped = m->rx.rxq_dropped;
+	if (rx_holding(m->tape_rx))
+		rx_resume(m->tape_rx, m->now);
 	exec_flush(m);
-	if (m->highest_seen >= m->next_seq)
-		request_gap(m, mono_ns());
-	else if (m->heard)
+	if (m->heard && rx_missing(m->tape_rx) == 0 && !rx_holding(m->tape_rx))
 		set_state(m, M_LIVE);
+	rx_arm(m);
 }
 
 /* --- execution retransmissions ------------------------------------------- */
@@ -412,14 +426,19 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 		return;
 	}
 	m->st.exec_requests_served++;
+	seq = r.seq;
 	if (r.seq < oldest) {
+		/* The too-old answer (common/rx.h): a heartbeat to the requester
+		 * whose seq is the oldest block held; then what is held. */
 		m->st.exec_requests_too_old++;
 		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
-				"exec retransmission of %llu asked, oldest held is %llu",
+				"exec retransmission of %llu asked, oldest held is %llu: told so",
 				(unsigned long long)r.seq, (unsigned long long)oldest);
-		return;
+		m->req_tx.lens[k] = mold_build_heartbeat(net_batch_slot(&m->req_tx, k),
+							 &m->exec_session, oldest);
+		m->req_tx.addrs[k++] = *from;
+		seq = oldest;
 	}
-	seq = r.seq;
 	end = r.seq + r.count < m->exec_next ? r.seq + r.count : m->exec_next;
 	while (seq < end && k < m->req_tx.n && k < RETRANS_PACKETS) {
 		mold_build_begin(&b, net_batch_slot(&m->req_tx, k), m->cfg->max_datagram,
@@ -443,13 +462,19 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct matcher *m = w->data;
-	int n = net_batch_recv(&m->req_rx, m->retrans_fd);
+	int n = recv_counted(&m->req_rx, m->retrans_fd, &m->rxq_retrans);
 
 	(void)loop;
 	(void)revents;
-	for (int i = 0; i < n; i++)
-		serve_request(m, net_batch_slot(&m->req_rx, (unsigned)i), m->req_rx.lens[i],
-			      &m->req_rx.addrs[i]);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *buf = net_batch_slot(&m->req_rx, (unsigned)i);
+
+		if (rx_drop(&m->drop_retrans, buf, m->req_rx.lens[i])) {
+			m->st.exec_requests_dropped++;
+			continue;
+		}
+		serve_request(m, buf, m->req_rx.lens[i], &m->req_rx.addrs[i]);
+	}
 }
 
 /* --- timers and control ----------------------------------------------------- */
@@ -461,11 +486,17 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (m->highest_seen >= m->next_seq) {
-		if (m->state == M_LIVE || m->state == M_STARTING)
-			set_state(m, M_CATCHING_UP);
-		request_gap(m, now);
-	}
+	m->now = now;
+	if (rx_holding(m->tape_rx))
+		rx_resume(m->tape_rx, now);
+	/* Behind: at once when starting, after a tick without progress when live
+	 * (a gap repaired within a tick is not worth a state change). */
+	if (rx_missing(m->tape_rx) > 0 &&
+	    (m->state == M_STARTING || (m->state == M_LIVE && applied(m) == m->tick_applied)))
+		set_state(m, M_CATCHING_UP);
+	m->tick_applied = applied(m);
+	exec_flush(m);
+	rx_arm(m);
 	if (now - m->last_exec_send_ns >= m->cfg->heartbeat_ns) {
 		uint8_t hb[MOLD_HEADER_LEN];
 
@@ -479,6 +510,16 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 #define COUNTER(name) { PROTOBUF_C_MESSAGE_INIT(&lockstep__counter__descriptor), #name, m->st.name }
 
+/* RELOAD and SIGHUP: of the matcher's keys only [node] log_level and
+ * log_timestamps change at run time (daemon_reload_config applies them). */
+static int matcher_reload(void *ctx, char *msg, size_t msglen)
+{
+	static struct matcher_config fresh;
+
+	(void)ctx;
+	return daemon_reload_config(&fresh, &fresh.node, msg, msglen);
+}
+
 static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *r)
 {
 	struct matcher *m = ctx;
@@ -488,7 +529,7 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 	r->role = "matcher";
 	r->state = (char *)state_names[m->state];
 	r->term = m->term;
-	r->seq = m->next_seq - 1;
+	r->seq = applied(m);
 	r->commit = m->commit;
 	r->hash = engine_hash(m->engine);
 	r->partition = (uint32_t)m->cfg->partition;
@@ -496,12 +537,23 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
 		break;
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATS: {
-		static Lockstep__Counter c[32];
-		static Lockstep__Counter *cp[32];
+		static Lockstep__Counter c[64];
+		static Lockstep__Counter *cp[64];
 		struct engine_stats es;
+		struct rx_stats rs;
+		struct net_udp_stats us = { 0 };
 		size_t n = 0;
 
 		engine_get_stats(m->engine, &es);
+		rx_get_stats(m->tape_rx, &rs);
+		net_udp_stats_read(&us); /* the host's (namespace's) UDP counters */
+		m->st.tape_duplicates = rs.duplicates;
+		m->st.tape_gaps = rs.gaps;
+		m->st.retrans_requests_sent = rs.requests;
+		m->st.rxq_dropped = m->rxq_tape + m->rxq_req + m->rxq_retrans;
+		m->st.drops_injected = m->drop_tape.dropped + m->drop_req.dropped +
+				       m->drop_retrans.dropped;
+		m->st.drops_injected_data = m->drop_tape.dropped_data + m->drop_req.dropped_data;
 		Lockstep__Counter all[] = {
 			COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_wrong_session),
 			COUNTER(tape_duplicates), COUNTER(tape_gaps), COUNTER(tape_fenced),
@@ -510,17 +562,31 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 			COUNTER(exec_blocks), COUNTER(exec_packets), COUNTER(exec_send_errors),
 			COUNTER(exec_requests_served), COUNTER(exec_requests_too_old),
 			COUNTER(exec_requests_bad), COUNTER(exec_blocks_resent),
-			COUNTER(heartbeats_sent), COUNTER(rxq_dropped),
+			COUNTER(heartbeats_sent), COUNTER(rxq_dropped), COUNTER(tape_answers),
+			COUNTER(tape_too_old), COUNTER(tape_unrecoverable),
+			COUNTER(exec_requests_dropped), COUNTER(drops_injected),
+			COUNTER(drops_injected_data),
 		};
 		for (; n < sizeof(all) / sizeof(all[0]); n++) {
 			c[n] = all[n];
+			cp[n] = &c[n];
+		}
+		static const char *const xn[] = { "tape_blocks_requested", "tape_held",
+						  "tape_overflow", "tape_missing",
+						  "kernel_rcvbuf_errors", "rcvbuf_bytes" };
+		uint64_t xv[] = { rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx),
+				  us.rcvbuf_errors, (uint64_t)m->rcvbuf_granted };
+		for (size_t i = 0; i < sizeof(xn) / sizeof(xn[0]); i++, n++) {
+			lockstep__counter__init(&c[n]);
+			c[n].name = (char *)xn[i];
+			c[n].value = xv[i];
 			cp[n] = &c[n];
 		}
 		static const char *const en[] = { "orders_open", "accepted", "rejects", "canceled",
 						  "matches", "shares_matched", "ignored_duplicates" };
 		uint64_t ev[] = { es.orders_open, es.accepted, es.rejects, es.canceled,
 				  es.matches, es.shares_matched, es.ignored_duplicates };
-		for (size_t i = 0; i < 7 && n < 32; i++, n++) {
+		for (size_t i = 0; i < 7 && n < 64; i++, n++) {
 			lockstep__counter__init(&c[n]);
 			c[n].name = (char *)en[i];
 			c[n].value = ev[i];
@@ -530,6 +596,10 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 		r->n_counters = n;
 		break;
 	}
+	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
+	case LOCKSTEP__CONTROL_REQUEST__OP__RELOAD:
+		daemon_ctl_runtime(req, r, matcher_reload, m);
+		break;
 	default:
 		snprintf(msg, sizeof(msg), "not supported by the matcher yet");
 		r->error = -EOPNOTSUPP;
@@ -539,31 +609,15 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 
 /* --- set-up ---------------------------------------------------------------- */
 
-static int parse_symbols(struct matcher *m, size_t *n)
-{
-	char *save = NULL;
-
-	m->symbol_store = strdup(m->cfg->symbols);
-	if (!m->symbol_store)
-		return -ENOMEM;
-	*n = 0;
-	for (char *t = strtok_r(m->symbol_store, " \t,", &save); t;
-	     t = strtok_r(NULL, " \t,", &save)) {
-		if (*n == MAX_SYMBOLS || strlen(t) > 8)
-			return -EINVAL;
-		m->symbols[(*n)++] = t;
-	}
-	return *n ? 0 : -EINVAL;
-}
-
 static int open_sockets(struct matcher *m)
 {
 	const struct matcher_config *c = m->cfg;
 	struct net_udp_options o = { .rcvbuf = (int)c->rcvbuf, .nonblock = 1, .rxq_ovfl = 1,
 				     .reuseaddr = 1 };
-	struct net_udp_options so = { .sndbuf = (int)c->sndbuf, .nonblock = 1 };
+	struct net_udp_options so = { .sndbuf = (int)c->sndbuf, .nonblock = 1, .rxq_ovfl = 1 };
+	struct net_udp_options ro = { .rcvbuf = (int)c->rcvbuf, .nonblock = 1, .rxq_ovfl = 1 };
 	struct sockaddr_in group, local;
-	struct net_bufsize rcv;
+	struct net_bufsize rcv, rrcv;
 	char session[16];
 	int err;
 
@@ -586,7 +640,18 @@ static int open_sockets(struct matcher *m)
 	if (rcv.capped)
 		log_warn("tape receive buffer capped at %d bytes (asked %d): raise net.core.rmem_max",
 			 rcv.granted, rcv.requested);
+	m->rcvbuf_granted = rcv.granted;
 	struct sockaddr_in any = { .sin_family = AF_INET };
+	/* Requests leave from here and answers come back here, never to the
+	 * group's port, which other replicas on this host share. */
+	m->req_fd = net_udp_open(&any, &ro, &rrcv, NULL);
+	if (m->req_fd < 0) {
+		log_err("tape request socket: %s", strerror(-m->req_fd));
+		return m->req_fd;
+	}
+	if (rrcv.capped)
+		log_warn("tape request socket: receive buffer capped at %d bytes (asked %d): raise "
+			 "net.core.rmem_max", rrcv.granted, rrcv.requested);
 	m->exec_fd = net_udp_open(&any, &so, NULL, NULL);
 	if (m->exec_fd < 0)
 		return m->exec_fd;
@@ -602,6 +667,43 @@ static int open_sockets(struct matcher *m)
 	return 0;
 }
 
+/* The tape's receiver: from seq 1 (a replica applies the whole tape), one
+ * retransmission server, the loss generator when configured. The jitter's
+ * seed differs per node so that replicas do not ask in step. */
+static int open_tape_rx(struct matcher *m)
+{
+	const struct matcher_config *c = m->cfg;
+	struct rx_config rc = {
+		.window = (uint32_t)c->reorder_window,
+		.ring_bytes = c->reorder_bytes,
+		.max_count = MOLD_MAX_COUNT,
+		.delay_ns = c->request_delay_ns,
+		.retry_ns = c->retrans_wait_ns,
+		.retry_max_ns = c->retrans_wait_max_ns > c->retrans_wait_ns ? c->retrans_wait_max_ns
+									  : c->retrans_wait_ns,
+		.settle_ns = c->retrans_wait_ns / 4, /* answers in flight are not asked again */
+		.n_servers = 1,
+		.rng = &m->rng,
+	};
+	int err;
+
+	rx_rng_seed(&m->rng, rx_seed_of(c->node.name, c->drop_seed));
+	/* each node (and socket) its own pattern: replicas lose independently */
+	rx_drop_init(&m->drop_tape, c->drop_rate, rx_seed_of(c->node.name, c->drop_seed));
+	rx_drop_init(&m->drop_req, c->drop_rate, rx_seed_of(c->node.name, c->drop_seed) + 1);
+	rx_drop_init(&m->drop_retrans, c->drop_rate, rx_seed_of(c->node.name, c->drop_seed) + 2);
+	if (c->drop_rate > 0)
+		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %llu)",
+			 c->drop_rate, (unsigned long long)c->drop_seed);
+	err = rx_create(&m->tape_rx, &rc, &tape_ops, m);
+	if (err < 0) {
+		log_err("tape receiver: %s", strerror(-err));
+		return err;
+	}
+	rx_start(m->tape_rx, 1);
+	return 0;
+}
+
 int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matcher_config *cfg)
 {
 	struct matcher *m = calloc(1, sizeof(*m));
@@ -612,18 +714,18 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 		return -ENOMEM;
 	m->loop = loop;
 	m->cfg = cfg;
-	m->tape_fd = m->exec_fd = m->retrans_fd = -1;
-	m->next_seq = 1;
+	m->tape_fd = m->exec_fd = m->retrans_fd = m->req_fd = -1;
 	m->exec_next = 1;
-	if ((err = parse_symbols(m, &ec.n_symbols)) < 0) {
-		log_err("[matcher] symbols: want 1..%d symbols of up to 8 characters", MAX_SYMBOLS);
+	m->symbol_store = malloc(sizeof(cfg->symbols));
+	if (!m->symbol_store) {
+		err = -ENOMEM;
 		goto out_free;
 	}
-	ec.symbols = m->symbols;
-	ec.max_shares = (uint32_t)cfg->max_shares;
-	ec.max_orders = (uint32_t)cfg->max_orders;
-	ec.max_tokens = (uint32_t)cfg->max_tokens;
-	ec.max_levels = (uint32_t)cfg->max_levels;
+	if ((err = convert_engine_config(cfg, m->symbol_store, m->symbols, &ec)) < 0) {
+		log_err("[matcher] symbols: want 1..%d symbols of up to 8 characters",
+			CONVERT_MAX_SYMBOLS);
+		goto out_free;
+	}
 	if ((err = engine_create(&m->engine, &ec)) < 0) {
 		log_err("engine: %s", strerror(-err));
 		goto out_free;
@@ -638,6 +740,8 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 		goto out_free;
 	}
 	m->pkt_slot = m->tx.n;
+	if ((err = open_tape_rx(m)) < 0)
+		goto out_free;
 	if ((err = open_sockets(m)) < 0)
 		goto out_free;
 	if ((err = ctl_server_open(&m->ctl, loop, cfg->node.control, on_control, m)) < 0) {
@@ -647,6 +751,11 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 	ev_io_init(&m->tape_io, on_tape, m->tape_fd, EV_READ);
 	m->tape_io.data = m;
 	ev_io_start(loop, &m->tape_io);
+	ev_io_init(&m->req_io, on_tape, m->req_fd, EV_READ);
+	m->req_io.data = m;
+	ev_io_start(loop, &m->req_io);
+	ev_init(&m->rx_timer, on_rx_timer);
+	m->rx_timer.data = m;
 	ev_io_init(&m->retrans_io, on_retrans, m->retrans_fd, EV_READ);
 	m->retrans_io.data = m;
 	ev_io_start(loop, &m->retrans_io);
@@ -673,7 +782,7 @@ void matcher_stop(struct matcher *m)
 	if (m->exec_fd >= 0)
 		sendto(m->exec_fd, eos, sizeof(eos), 0, (struct sockaddr *)&m->exec_group,
 		       sizeof(m->exec_group));
-	log_notice("tape seq %llu applied, hash %016llx", (unsigned long long)(m->next_seq - 1),
+	log_notice("tape seq %llu applied, hash %016llx", (unsigned long long)applied(m),
 		   (unsigned long long)engine_hash(m->engine));
 }
 
@@ -684,8 +793,10 @@ void matcher_destroy(struct matcher *m)
 	ctl_server_close(m->ctl);
 	if (m->loop) {
 		ev_io_stop(m->loop, &m->tape_io);
+		ev_io_stop(m->loop, &m->req_io);
 		ev_io_stop(m->loop, &m->retrans_io);
 		ev_timer_stop(m->loop, &m->tick);
+		ev_timer_stop(m->loop, &m->rx_timer);
 	}
 	if (m->tape_fd >= 0)
 		close(m->tape_fd);
@@ -693,6 +804,9 @@ void matcher_destroy(struct matcher *m)
 		close(m->exec_fd);
 	if (m->retrans_fd >= 0)
 		close(m->retrans_fd);
+	if (m->req_fd >= 0)
+		close(m->req_fd);
+	rx_destroy(m->tape_rx);
 	net_batch_fini(&m->rx);
 	net_batch_fini(&m->tx);
 	net_batch_fini(&m->req_rx);

@@ -1,5 +1,5 @@
-/* The matcher daemon around the engine: receives the tape, repairs its gaps,
- * applies committed events in order, publishes the execution stream and
+/* The matcher daemon around the engine: receives the tape, repairs its gaps
+ * (common/rx.h), applies committed events in order, publishes the execution stream and
  * serves its retransmissions. */
 #ifndef LOCKSTEP_MATCHER_H
 #define LOCKSTEP_MATCHER_H
@@ -19,7 +19,10 @@ struct matcher_config {
 	uint64_t max_shares, max_orders, max_tokens, max_levels;
 	uint64_t ring; /* exec blocks kept for retransmission */
 	uint64_t rcvbuf, sndbuf;
-	uint64_t heartbeat_ns, retrans_wait_ns;
+	uint64_t heartbeat_ns, retrans_wait_ns, retrans_wait_max_ns, request_delay_ns;
+	uint64_t reorder_window, reorder_bytes; /* tape events held ahead of a gap */
+	double drop_rate; /* loss generator, 0: off */
+	uint64_t drop_seed;
 	uint64_t batch, max_datagram;
 };
 

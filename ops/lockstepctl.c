@@ -9,9 +9,12 @@
 
 enum { EXIT_USAGE = 2, EXIT_CONNECT = 3 };
 
+#define RUN_DIR "/run/lockstep" /* the units' RuntimeDirectory= root */
+
 static void usage(FILE *out)
 {
-	fputs("Usage: lockstepctl [--socket PATH] [--json] [--timeout MS] COMMAND [ARG]\n"
+	fputs("Usage: lockstepctl [--socket PATH | --node NAME] [--json | --prometheus]\n"
+	      "                   [--timeout MS] COMMAND [ARG]\n"
 	      "\n"
 	      "Talks to one lockstep daemon through its control socket.\n"
 	      "\n"
@@ -25,7 +28,9 @@ static void usage(FILE *out)
 	      "\n"
 	      "Options:\n"
 	      "  -s, --socket PATH   the daemon's control socket (default $LOCKSTEP_CTL)\n"
-	      "  -j, --json          print JSON (one object)\n"
+	      "  -n, --node NAME     the socket of systemd unit lockstep-ROLE@NAME:\n"
+	      "                      " RUN_DIR "/NAME/NAME.ctl\n"
+	      "  -j, --json          print JSON (one object), errors included\n"
 	      "  -p, --prometheus    stats in Prometheus' text format\n"
 	      "  -t, --timeout MS    give up after MS milliseconds (default 2000)\n"
 	      "  -h, --help          this text\n"
@@ -91,23 +96,135 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 	putchar('\n');
 }
 
+/* Prints s as a Prometheus label value (backslash, quote, newline escaped). */
+static void prom_label(const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*s);
+	}
+}
+
+/* The daemons' STATS values that are levels, not counts: Prometheus gauges.
+ * Every other value only grows while the daemon runs: a counter (_total). */
+static int is_gauge(const char *name)
+{
+	static const char *const gauges[] = {
+		"journal_bytes", "gateways", "sessions", "cmd_next", "exec_next", "orders_open",
+	};
+
+	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+		if (strcmp(name, gauges[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Metric names are [a-zA-Z_:][a-zA-Z0-9_:]*: anything else becomes '_'. */
+static void prom_name(const char *prefix, const char *name, const char *suffix)
+{
+	fputs(prefix, stdout);
+	for (; name && *name; name++) {
+		char c = *name;
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '_' || c == ':';
+
+		putchar(ok ? c : '_');
+	}
+	fputs(suffix, stdout);
+}
+
+static void prom_labels(const Lockstep__ControlReply *r, const char *extra_name, const char *extra)
+{
+	fputs("{node=\"", stdout);
+	prom_label(r->name);
+	fputs("\",role=\"", stdout);
+	prom_label(r->role);
+	putchar('"');
+	if (extra_name) {
+		printf(",%s=\"", extra_name);
+		prom_label(extra);
+		putchar('"');
+	}
+	putchar('}');
+}
+
+/* One metric family: HELP, TYPE, one sample. */
+static void prom_family(const Lockstep__ControlReply *r, const char *name, const char *suffix,
+			const char *type, const char *help, uint64_t value)
+{
+	fputs("# HELP ", stdout);
+	prom_name("lockstep_", name, suffix);
+	printf(" %s\n# TYPE ", help);
+	prom_name("lockstep_", name, suffix);
+	printf(" %s\n", type);
+	prom_name("lockstep_", name, suffix);
+	prom_labels(r, NULL, NULL);
+	printf(" %llu\n", (unsigned long long)value);
+}
+
+/* Prometheus' text exposition format 0.0.4: every family with its HELP and
+ * TYPE; counters end in _total, latencies are summaries in seconds. */
+static void print_prometheus(const Lockstep__ControlReply *r)
+{
+	char help[160];
+
+	fputs("# HELP lockstep_node_info The node's name, role and state (always 1).\n"
+	      "# TYPE lockstep_node_info gauge\nlockstep_node_info",
+	      stdout);
+	prom_labels(r, "state", r->state);
+	fputs(" 1\n", stdout);
+	prom_family(r, "term", "", "gauge", "The highest term the node has seen.", r->term);
+	prom_family(r, "seq", "", "gauge",
+		    "Tape position: last sequenced (sequencer), applied (matcher), seen (gateway).",
+		    r->seq);
+	prom_family(r, "commit", "", "gauge", "The commit position the node knows.", r->commit);
+	for (size_t i = 0; i < r->n_counters; i++) {
+		const Lockstep__Counter *c = r->counters[i];
+		int gauge = is_gauge(c->name);
+
+		snprintf(help, sizeof(help), "%s %s of a lockstep %s.", gauge ? "Gauge" : "Counter",
+			 c->name, r->role);
+		prom_family(r, c->name, gauge ? "" : "_total", gauge ? "gauge" : "counter", help,
+			    c->value);
+	}
+	for (size_t i = 0; i < r->n_histograms; i++) {
+		const Lockstep__Histogram *h = r->histograms[i];
+		static const char *const q[] = { "0.5", "0.9", "0.99", "0.999", "0.9999" };
+		uint64_t v[] = { h->p50, h->p90, h->p99, h->p999, h->p9999 };
+
+		fputs("# HELP ", stdout);
+		prom_name("lockstep_", h->name, "_seconds");
+		printf(" Latency %s of a lockstep %s (quantiles since start).\n# TYPE ", h->name,
+		       r->role);
+		prom_name("lockstep_", h->name, "_seconds");
+		fputs(" summary\n", stdout);
+		for (int k = 0; k < 5; k++) {
+			prom_name("lockstep_", h->name, "_seconds");
+			prom_labels(r, "quantile", q[k]);
+			printf(" %.9f\n", (double)v[k] / 1e9);
+		}
+		prom_name("lockstep_", h->name, "_seconds_count");
+		prom_labels(r, NULL, NULL);
+		printf(" %llu\n", (unsigned long long)h->count);
+		fputs("# HELP ", stdout);
+		prom_name("lockstep_", h->name, "_seconds_max");
+		printf(" Largest %s of a lockstep %s since start.\n# TYPE ", h->name, r->role);
+		prom_name("lockstep_", h->name, "_seconds_max");
+		fputs(" gauge\n", stdout);
+		prom_name("lockstep_", h->name, "_seconds_max");
+		prom_labels(r, NULL, NULL);
+		printf(" %.9f\n", (double)h->max / 1e9);
+	}
+}
+
 static void print_stats(const Lockstep__ControlReply *r, int json, int prom)
 {
 	if (prom) {
-		for (size_t i = 0; i < r->n_counters; i++)
-			printf("lockstep_%s{node=\"%s\",role=\"%s\"} %llu\n", r->counters[i]->name,
-			       r->name, r->role, (unsigned long long)r->counters[i]->value);
-		for (size_t i = 0; i < r->n_histograms; i++) {
-			const Lockstep__Histogram *h = r->histograms[i];
-			static const char *const q[] = { "0.5", "0.9", "0.99", "0.999", "0.9999" };
-			uint64_t v[] = { h->p50, h->p90, h->p99, h->p999, h->p9999 };
-
-			for (int k = 0; k < 5; k++)
-				printf("lockstep_%s_ns{node=\"%s\",quantile=\"%s\"} %llu\n", h->name,
-				       r->name, q[k], (unsigned long long)v[k]);
-			printf("lockstep_%s_ns_count{node=\"%s\"} %llu\n", h->name, r->name,
-			       (unsigned long long)h->count);
-		}
+		print_prometheus(r);
 		return;
 	}
 	if (json) {
@@ -152,6 +269,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "node", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "prometheus", no_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -173,12 +291,22 @@ int main(int argc, char **argv)
 	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
 	Lockstep__ControlReply *reply = NULL;
 	const char *sock = getenv("LOCKSTEP_CTL");
-	int json = 0, prom = 0, timeout = 2000, c, err, found = -1;
+	static char node_sock[256];
+	int json = 0, prom = 0, timeout = 2000, c, err, found = -1, n;
+	char *end;
 
-	while ((c = getopt_long(argc, argv, "s:jpt:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:n:jpt:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			sock = optarg;
+			break;
+		case 'n':
+			n = snprintf(node_sock, sizeof(node_sock), RUN_DIR "/%s/%s.ctl", optarg, optarg);
+			if (!optarg[0] || strchr(optarg, '/') || n < 0 || (size_t)n >= sizeof(node_sock)) {
+				fprintf(stderr, "lockstepctl: --node '%s': not a node name\n", optarg);
+				return EXIT_USAGE;
+			}
+			sock = node_sock;
 			break;
 		case 'j':
 			json = 1;
@@ -187,7 +315,13 @@ int main(int argc, char **argv)
 			prom = 1;
 			break;
 		case 't':
-			timeout = atoi(optarg);
+			errno = 0;
+			timeout = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || timeout <= 0) {
+				fprintf(stderr, "lockstepctl: --timeout '%s': milliseconds, > 0\n",
+					optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -199,7 +333,8 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc || !sock) {
 		fprintf(stderr, "lockstepctl: %s\n",
-			!sock ? "no socket: give --socket PATH" : "no command (see --help)");
+			!sock ? "no socket: give --socket PATH or --node NAME"
+			      : "no command (see --help)");
 		return EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -216,11 +351,27 @@ int main(int argc, char **argv)
 	err = ctl_call(sock, &req, &reply, timeout);
 	if (err < 0) {
 		fprintf(stderr, "lockstepctl: %s: %s\n", sock, strerror(-err));
+		if (json) {
+			printf("{\"ok\": false, \"error\": %d, \"message\": ", err);
+			json_str(strerror(-err));
+			printf(", \"socket\": ");
+			json_str(sock);
+			printf("}\n");
+		}
 		return EXIT_CONNECT;
 	}
 	if (reply->error) {
-		fprintf(stderr, "lockstepctl: %s: %s\n", reply->name,
-			reply->message && reply->message[0] ? reply->message : strerror(-reply->error));
+		const char *why = reply->message && reply->message[0] ? reply->message
+								  : strerror(-reply->error);
+
+		fprintf(stderr, "lockstepctl: %s: %s\n", reply->name, why);
+		if (json) {
+			printf("{\"ok\": false, \"error\": %d, \"message\": ", reply->error);
+			json_str(why);
+			printf(", \"name\": ");
+			json_str(reply->name);
+			printf("}\n");
+		}
 		lockstep__control_reply__free_unpacked(reply, NULL);
 		return 1;
 	}
@@ -228,8 +379,13 @@ int main(int argc, char **argv)
 		print_stats(reply, json, prom);
 	else if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS)
 		print_status(reply, json);
-	else if (json)
-		printf("{\"ok\": true, \"message\": \"%s\"}\n", reply->message ? reply->message : "");
+	else if (json) {
+		printf("{\"ok\": true, \"message\": ");
+		json_str(reply->message);
+		printf(", \"name\": ");
+		json_str(reply->name);
+		printf("}\n");
+	}
 	else
 		printf("%s\n", reply->message && reply->message[0] ? reply->message : "ok");
 	lockstep__control_reply__free_unpacked(reply, NULL);

@@ -2,19 +2,31 @@
  * libsequencer. */
 #include <ev.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon.h"
 #include "log.h"
+#include "notify.h"
 #include "sequencer.h"
 
 static const char about[] =
 	"Merges the gateways' MoldUDP64 command streams into one total order, journals\n"
 	"every event and multicasts it as the tape; serves tape retransmissions.";
 
+static struct notifier notifier; /* sd_notify: READY=1, STATUS=, WATCHDOG=1 */
+
 static void on_stop(struct ev_loop *loop, void *ctx)
 {
+	notifier_stopping(&notifier);
 	seq_shutdown(ctx);
 	ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_reload(struct ev_loop *loop, void *ctx)
+{
+	(void)loop;
+	(void)ctx;
+	notifier_reload(&notifier);
 }
 
 int main(int argc, char **argv)
@@ -22,7 +34,7 @@ int main(int argc, char **argv)
 	static struct seq_config cfg;
 	const struct config_spec spec = { .keys = seq_config_keys };
 	struct daemon_args args;
-	struct daemon_signals sig = { .on_stop = on_stop };
+	struct daemon_signals sig = { .on_stop = on_stop, .on_reload = on_reload };
 	struct sequencer *s;
 	struct ev_loop *loop;
 	int r, failed;
@@ -39,7 +51,11 @@ int main(int argc, char **argv)
 		return EXIT_FAILURE;
 	sig.ctx = s;
 	daemon_signals_start(&sig, loop);
+	if ((r = notifier_start(&notifier, loop)) < 0)
+		log_warn("NOTIFY_SOCKET: %s: not notifying the service manager", strerror(-r));
 	ev_run(loop, 0);
+	notifier_stopping(&notifier);
+	notifier_stop(&notifier);
 	failed = seq_failed(s);
 	if (!failed)
 		seq_shutdown(s); /* when the loop ran out rather than by a signal */

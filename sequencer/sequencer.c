@@ -20,6 +20,7 @@
 #include "log.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "rx.h"
 #include "sequencer.h"
 #include "tape.h"
 #include "wire.h"
@@ -66,8 +67,20 @@ const struct config_key seq_config_keys[] = {
 	K("batch", CONFIG_UINT, batch, 0, "64", 1, 1024, NULL, "datagrams per recvmmsg call"),
 	K("drain", CONFIG_UINT, drain, 0, "16", 1, 1024, NULL,
 	  "recvmmsg calls per wakeup at most (then the other sockets get a turn)"),
-	K("request_interval", CONFIG_DURATION, request_interval_ns, 0, "20ms", 1e5, 10e9, NULL,
-	  "at most one gap request per gateway per this"),
+	K("request_interval", CONFIG_DURATION, request_interval_ns, 0, "10ms", 1e5, 10e9, NULL,
+	  "wait before asking a gateway again for commands still missing (doubles each time)"),
+	K("request_interval_max", CONFIG_DURATION, request_interval_max_ns, 0, "1s", 1e5, 600e9,
+	  NULL, "longest wait between two requests for one gap"),
+	K("request_delay", CONFIG_DURATION, request_delay_ns, 0, "2ms", 0, 10e9, NULL,
+	  "the first request for a new gap waits a random time up to this"),
+	K("reorder_window", CONFIG_UINT, reorder_window, 0, "8192", 2, 1 << 24, NULL,
+	  "commands held ahead of a gap, per gateway"),
+	K("reorder_bytes", CONFIG_SIZE, reorder_bytes, 0, "1M", 4096, 4294967295.0, NULL,
+	  "memory for the commands held ahead of a gap, per gateway"),
+	K("drop_rate", CONFIG_DOUBLE, drop_rate, 0, "0", 0, 1, NULL,
+	  "loss generator for tests: fraction of received datagrams thrown away"),
+	K("drop_seed", CONFIG_UINT, drop_seed, 0, "1", 0, 0, NULL,
+	  "loss generator seed: the same seed loses the same packets"),
 	K("retrans_packets", CONFIG_UINT, retrans_packets, 0, "64", 1, 1024, NULL,
 	  "datagrams in one retransmission answer at most"),
 	CONFIG_END,
@@ -79,7 +92,9 @@ const char *const seq_counter_names[SEQ_N_COUNTERS] = {
 	"gap_requests_sent", "malformed_packets", "oversize_commands", "gateways_full",
 	"heartbeats_received", "tape_packets_sent", "tape_heartbeats_sent", "tape_send_errors",
 	"retrans_requests", "retrans_bad_requests", "retrans_blocks_sent", "retrans_packets_sent",
-	"journal_bytes", "gateways", "rxq_dropped",
+	"journal_bytes", "gateways", "rxq_dropped", "commands_held", "commands_overflow",
+	"gap_blocks_requested", "gateway_answers", "gateway_too_old", "commands_lost",
+	"retrans_too_old", "drops_injected", "kernel_rcvbuf_errors",
 };
 
 /* One gateway's command stream, keyed by its MoldUDP64 session. */
@@ -88,7 +103,8 @@ struct seq_gw {
 	char name[MOLD_SESSION_LEN + 1]; /* trimmed: the events' origin */
 	int used;
 	uint64_t next; /* next gateway sequence number to sequence, from 1 */
-	uint64_t last_request_ns; /* mono time of the last gap request, 0: none */
+	struct rx *rx; /* its gaps, held commands and requests */
+	struct sequencer *s;
 	struct sockaddr_in addr; /* where its last datagram came from */
 };
 
@@ -121,7 +137,18 @@ struct sequencer {
 
 	struct net_batch rin, rout; /* retransmission requests, answers */
 
+	/* Gap requests to the gateways leave from req_fd, so that what comes
+	 * back there is an answer: data, or the too-old answer (common/rx.h). */
+	int req_fd;
+	ev_io req_io;
+	ev_timer rx_timer; /* the earliest request any gateway's rx has due */
+	struct rx_rng rng;
+	struct rx_drop drop_cmd, drop_req, drop_retrans;
+	uint64_t rxq_cmd, rxq_req, rxq_retrans;
+	int fatal; /* a journal error inside a delivery: negative errno */
+
 	struct seq_gw gw[SEQ_GW_SLOTS];
+	struct seq_gw *gw_list[SEQ_MAX_GATEWAYS]; /* the used slots */
 	struct seq_gw *gw_last; /* last one looked up: streams come in runs */
 	unsigned n_gw;
 
@@ -153,8 +180,10 @@ static int gw_name_ok(const struct mold_session *sess)
 	       memcmp(back.name, sess->name, MOLD_SESSION_LEN) == 0;
 }
 
+static int gw_rx_open(struct sequencer *s, struct seq_gw *g);
+
 /* The gateway of session `s`, added when new; NULL when the table is full
- * (*bad 0) or the name is unusable (*bad 1). */
+ * or its receiver cannot be made (*bad 0) or the name is unusable (*bad 1). */
 static struct seq_gw *gw_get(struct sequencer *s, const struct mold_session *sess, int *bad)
 {
 	unsigned i;
@@ -172,9 +201,13 @@ static struct seq_gw *gw_get(struct sequencer *s, const struct mold_session *ses
 	*bad = !gw_name_ok(sess);
 	if (*bad || s->n_gw >= SEQ_MAX_GATEWAYS)
 		return NULL;
-	s->gw[i] = (struct seq_gw){ .session = *sess, .used = 1, .next = 1 };
+	s->gw[i] = (struct seq_gw){ .session = *sess, .used = 1, .next = 1, .s = s };
 	mold_session_str(sess, s->gw[i].name);
-	s->n_gw++;
+	if (gw_rx_open(s, &s->gw[i]) < 0) {
+		s->gw[i].used = 0;
+		return NULL;
+	}
+	s->gw_list[s->n_gw++] = &s->gw[i];
 	return s->gw_last = &s->gw[i];
 }
 
@@ -350,81 +383,130 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- the command streams ---------------------------------------------- */
 
-/* Asks gateway g for [g->next, upto), at most once per request_interval. */
-static void gw_request(struct sequencer *s, struct seq_gw *g, uint64_t upto)
-{
-	struct mold_request req = { .session = g->session, .seq = g->next };
-	uint8_t pkt[MOLD_REQUEST_LEN];
-	uint64_t want = upto - g->next;
+/* Each gateway's stream goes through its own rx (common/rx.h): commands are
+ * sequenced in the gateway's order, those after a gap are held, and every
+ * missing range is asked for from the gateway with a request packet. The
+ * command bytes are copied, never decoded. */
 
-	if (g->last_request_ns && s->now_ns - g->last_request_ns < s->cfg.request_interval_ns)
-		return;
-	req.count = want > MOLD_MAX_COUNT ? MOLD_MAX_COUNT : (uint16_t)want;
+/* rx delivers gateway command `seq`, the next in order. */
+static int gw_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
+{
+	struct seq_gw *g = ctx;
+	struct sequencer *s = g->s;
+	int r;
+
+	if (s->fatal)
+		return RX_HOLD;
+	r = len ? emit_command(s, g, seq, data, len) : -EMSGSIZE;
+	if (r == -EMSGSIZE) {
+		/* Refused, not sequenced: the number stays expected. */
+		s->st.oversize_commands++;
+		log_ratelimited(&s->rl_oversize, LOG_LVL_WARNING,
+				"gateway %s: command %llu of %u bytes refused (empty or too long for "
+				"one tape datagram)",
+				g->name, (unsigned long long)seq, len);
+		return RX_REJECT;
+	}
+	if (r < 0) {
+		s->fatal = r;
+		return RX_HOLD;
+	}
+	g->next = seq + 1;
+	s->st.commands_sequenced++;
+	return RX_TAKEN;
+}
+
+/* Asks gateway g for [seq, seq + count) at the address it sends from. */
+static void gw_send_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
+{
+	struct seq_gw *g = ctx;
+	struct sequencer *s = g->s;
+	struct mold_request req = { .session = g->session, .seq = seq, .count = count };
+	uint8_t pkt[MOLD_REQUEST_LEN];
+
+	(void)server;
+	if (g->addr.sin_family != AF_INET)
+		return; /* never heard from: nowhere to ask */
 	mold_build_request(pkt, &req);
-	if (sendto(s->cmd_fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)&g->addr,
+	if (sendto(s->req_fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)&g->addr,
 		   sizeof(g->addr)) < 0) {
 		log_ratelimited(&s->rl_gap, LOG_LVL_WARNING, "gateway %s: request: %s", g->name,
 				strerror(errno));
 		return;
 	}
-	g->last_request_ns = s->now_ns;
-	s->st.gap_requests_sent++;
-	log_ratelimited(&s->rl_gap, LOG_LVL_INFO, "gateway %s: gap, asked for %llu from %llu",
-			g->name, (unsigned long long)req.count, (unsigned long long)req.seq);
+	log_ratelimited(&s->rl_gap, LOG_LVL_INFO, "gateway %s: gap, asked for %u from %llu",
+			g->name, (unsigned)count, (unsigned long long)seq);
 }
 
-/* Go-back-N over the blocks of one data packet: duplicates are dropped, the
- * expected one sequenced, and the rest of the packet after a gap dropped. */
-static int handle_blocks(struct sequencer *s, struct seq_gw *g, const struct mold_packet *pkt)
+/* The gateway's journal no longer holds [from, to): nobody can send them,
+ * so the stream goes on after them, loudly. */
+static int gw_lost(void *ctx, uint64_t from, uint64_t to)
 {
-	struct mold_iter it;
-	const uint8_t *data;
-	uint64_t bseq;
-	uint16_t len;
+	struct seq_gw *g = ctx;
 
-	s->st.commands_received += pkt->count;
-	if (pkt->seq + pkt->count <= g->next) {
-		s->st.duplicates += pkt->count;
-		return 0;
-	}
-	mold_iter_init(&it, pkt);
-	while (mold_iter_next(&it, &bseq, &data, &len)) {
-		int r;
+	log_err("gateway %s: commands %llu..%llu are no longer in its journal: they are lost "
+		"and will never be sequenced",
+		g->name, (unsigned long long)from, (unsigned long long)(to - 1));
+	return 1;
+}
 
-		if (bseq < g->next) {
-			s->st.duplicates++;
-			continue;
-		}
-		if (bseq > g->next) {
-			s->st.gaps++;
-			gw_request(s, g, bseq);
-			return 0;
-		}
-		r = len ? emit_command(s, g, bseq, data, len) : -EMSGSIZE;
-		if (r == -EMSGSIZE) {
-			s->st.oversize_commands++;
-			log_ratelimited(&s->rl_oversize, LOG_LVL_WARNING,
-					"gateway %s: command %llu of %u bytes refused (empty or "
-					"too long for one tape datagram)",
-					g->name, (unsigned long long)bseq, len);
-			return 0;
-		}
-		if (r < 0)
-			return r;
-		g->next++;
-		s->st.commands_sequenced++;
+static const struct rx_ops gw_rx_ops = { gw_deliver, gw_send_request, gw_lost };
+
+static int gw_rx_open(struct sequencer *s, struct seq_gw *g)
+{
+	const struct seq_config *c = &s->cfg;
+	uint64_t wait = c->request_interval_ns ? c->request_interval_ns : 10000000u;
+	struct rx_config rc = {
+		.window = c->reorder_window ? (uint32_t)c->reorder_window : 8192,
+		.ring_bytes = c->reorder_bytes ? c->reorder_bytes : 1u << 20,
+		.max_count = MOLD_MAX_COUNT,
+		.delay_ns = c->request_delay_ns,
+		.retry_ns = wait,
+		.retry_max_ns = c->request_interval_max_ns > wait ? c->request_interval_max_ns : wait,
+		.settle_ns = wait / 4, /* answers in flight are not asked again */
+		.n_servers = 1,
+		.rng = &s->rng,
+	};
+	int r = rx_create(&g->rx, &rc, &gw_rx_ops, g);
+
+	if (r < 0) {
+		log_err("gateway %s: receiver: %s", g->name, strerror(-r));
+		return r;
 	}
+	rx_start(g->rx, g->next);
 	return 0;
 }
 
+/* Arms rx_timer for the earliest request due on any gateway's stream. */
+static void gw_rx_arm(struct sequencer *s)
+{
+	uint64_t due = RX_NEVER, now = mono_ns();
+
+	for (unsigned i = 0; i < s->n_gw; i++) {
+		uint64_t d = rx_due(s->gw_list[i]->rx);
+
+		if (d < due)
+			due = d;
+	}
+	ev_timer_stop(s->loop, &s->rx_timer);
+	if (due == RX_NEVER || s->state != SEQ_PRIMARY)
+		return;
+	ev_timer_set(&s->rx_timer, due > now ? (double)(due - now) / 1e9 : 0., 0.);
+	ev_timer_start(s->loop, &s->rx_timer);
+}
+
+/* One datagram from a gateway; answer: it came to the request socket. */
 static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
-			 const struct sockaddr_in *from)
+			 const struct sockaddr_in *from, int answer)
 {
 	struct mold_packet pkt;
 	struct seq_gw *g;
-	int bad = 0, r = mold_parse(buf, len, NULL, s->cfg.max_datagram, &pkt);
+	int bad = 0, r;
 
+	if (rx_drop(answer ? &s->drop_req : &s->drop_cmd, buf, len))
+		return 0;
 	s->st.packets_received++;
+	r = mold_parse(buf, len, NULL, s->cfg.max_datagram, &pkt);
 	if (r < 0) {
 		char a[32];
 
@@ -448,27 +530,51 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 				"more than %d gateways: datagram dropped", SEQ_MAX_GATEWAYS);
 		return 0;
 	}
-	g->addr = *from;
-	if (pkt.kind != MOLD_DATA) {
-		s->st.heartbeats_received++;
-		if (pkt.seq > g->next) {
-			s->st.gaps++;
-			gw_request(s, g, pkt.seq);
+	if (answer) {
+		s->st.gateway_answers++;
+		if (pkt.kind == MOLD_HEARTBEAT) {
+			s->st.gateway_too_old++;
+			log_ratelimited(&s->rl_gap, LOG_LVL_WARNING,
+					"gateway %s: its journal holds nothing below %llu", g->name,
+					(unsigned long long)pkt.seq);
+			rx_too_old(g->rx, 0, pkt.seq, s->now_ns);
+			return s->fatal;
 		}
-		return 0;
+	} else {
+		g->addr = *from;
 	}
-	return handle_blocks(s, g, &pkt);
+	if (pkt.kind == MOLD_DATA)
+		s->st.commands_received += pkt.count;
+	else if (!answer)
+		s->st.heartbeats_received++;
+	rx_packet(g->rx, &pkt, s->now_ns);
+	return s->fatal;
 }
 
+/* recvmmsg, keeping the socket's own SO_RXQ_OVFL count (the batch is shared). */
+static int recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
+{
+	int n;
+
+	b->rxq_dropped = 0;
+	n = net_batch_recv(b, fd);
+	if (b->rxq_dropped > *rxq)
+		*rxq = b->rxq_dropped;
+	return n;
+}
+
+/* Datagrams from the gateways: their streams on cmd_fd, answers to our
+ * requests on req_fd. */
 static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct sequencer *s = container_of(w, struct sequencer, cmd_io);
+	struct sequencer *s = w->data;
+	int answer = w == &s->req_io;
 	int r;
 
 	(void)loop;
 	(void)revents;
 	for (uint64_t round = 0; round < s->cfg.drain; round++) {
-		int n = net_batch_recv(&s->in, s->cmd_fd);
+		int n = recv_counted(&s->in, w->fd, answer ? &s->rxq_req : &s->rxq_cmd);
 
 		r = 0;
 		if (n <= 0) {
@@ -481,7 +587,7 @@ static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 		s->now_wall = wall_ns();
 		for (int i = 0; i < n && r == 0; i++)
 			r = handle_packet(s, net_batch_slot(&s->in, (unsigned)i), s->in.lens[i],
-					  &s->in.addrs[i]);
+					  &s->in.addrs[i], answer);
 		if (r == 0)
 			r = out_flush(s);
 		if (r < 0) {
@@ -491,10 +597,23 @@ static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 		if ((unsigned)n < s->in.n)
 			break;
 	}
-	s->st.rxq_dropped = s->in.rxq_dropped;
+	gw_rx_arm(s);
 	r = journal_tick(s->journal, s->now_ns / 1000000u);
 	if (r < 0)
 		fail(s, "journal fsync", r);
+}
+
+/* Sends the gap requests that are due. */
+static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sequencer *s = container_of(w, struct sequencer, rx_timer);
+
+	(void)loop;
+	(void)revents;
+	s->now_ns = mono_ns();
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_tick(s->gw_list[i]->rx, s->now_ns);
+	gw_rx_arm(s);
 }
 
 /* ---- retransmission ---------------------------------------------------- */
@@ -561,6 +680,19 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 	s->st.retrans_requests++;
 	if (req.count == 0 || last == 0)
 		return;
+	if (req.seq < first) {
+		/* The too-old answer (common/rx.h): a heartbeat to the requester
+		 * whose seq is the oldest event journalled; then what is held. */
+		uint8_t hb[MOLD_HEADER_LEN];
+
+		s->st.retrans_too_old++;
+		log_ratelimited(&s->rl_retrans, LOG_LVL_WARNING,
+				"retrans request for %llu: the journal starts at %llu: told so",
+				(unsigned long long)req.seq, (unsigned long long)first);
+		mold_build_heartbeat(hb, &s->tape_session, first);
+		(void)sendto(s->retrans_fd, hb, sizeof(hb), 0, (const struct sockaddr *)from,
+			     sizeof(*from));
+	}
 	lo = req.seq < first ? first : req.seq;
 	hi = req.seq + req.count - 1;
 	if (hi > last)
@@ -584,13 +716,31 @@ static void on_retrans_readable(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	n = net_batch_recv(&s->rin, s->retrans_fd);
-	for (int i = 0; i < n; i++)
-		retrans_serve(s, net_batch_slot(&s->rin, (unsigned)i), s->rin.lens[i],
-			      &s->rin.addrs[i]);
+	n = recv_counted(&s->rin, s->retrans_fd, &s->rxq_retrans);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *buf = net_batch_slot(&s->rin, (unsigned)i);
+
+		if (!rx_drop(&s->drop_retrans, buf, s->rin.lens[i]))
+			retrans_serve(s, buf, s->rin.lens[i], &s->rin.addrs[i]);
+	}
 }
 
 /* ---- control ------------------------------------------------------------ */
+
+/* RELOAD and SIGHUP: of the sequencer's keys only [node] log_level and
+ * log_timestamps change at run time. */
+static int seq_reload(void *ctx, char *msg, size_t msglen)
+{
+	static struct seq_config fresh;
+	struct sequencer *s = ctx;
+	int r = daemon_reload_config(&fresh, &fresh.node, msg, msglen);
+
+	if (r == 0) {
+		s->cfg.node.log_level = fresh.node.log_level;
+		s->cfg.node.log_timestamps = fresh.node.log_timestamps;
+	}
+	return r;
+}
 
 static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply)
 {
@@ -619,6 +769,10 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 		}
 		reply->n_counters = SEQ_N_COUNTERS;
 		reply->counters = ptrs;
+		break;
+	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
+	case LOCKSTEP__CONTROL_REQUEST__OP__RELOAD:
+		daemon_ctl_runtime(req, reply, seq_reload, s);
 		break;
 	default:
 		reply->error = -EOPNOTSUPP;
@@ -684,6 +838,8 @@ static int rebuild(struct sequencer *s)
 	if (bad)
 		log_warn("journal: %llu events not understood while rebuilding",
 			 (unsigned long long)bad);
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_start(s->gw_list[i]->rx, s->gw_list[i]->next);
 	return r;
 }
 
@@ -752,10 +908,17 @@ static int open_sockets(struct sequencer *s)
 	struct net_udp_options cmd = { .rcvbuf = (int)s->cfg.rcvbuf, .sndbuf = 0, .nonblock = 1,
 				       .rxq_ovfl = 1 };
 	struct net_udp_options snd = { .sndbuf = (int)s->cfg.sndbuf, .nonblock = 1 };
+	struct net_udp_options rtx = { .sndbuf = (int)s->cfg.sndbuf, .nonblock = 1, .rxq_ovfl = 1 };
+	char req[sizeof(s->cfg.listen) + 2], *colon;
 	int r;
 
+	/* gap requests leave from the listen address's host, any port */
+	snprintf(req, sizeof(req), "%s", s->cfg.listen);
+	colon = strrchr(req, ':');
+	snprintf(colon ? colon + 1 : req, colon ? 2 : sizeof(req), "%s", colon ? "0" : "0.0.0.0:0");
 	if ((r = open_udp("listen", s->cfg.listen, &cmd, &s->cmd_fd)) < 0 ||
-	    (r = open_udp("retrans", s->cfg.retrans, &snd, &s->retrans_fd)) < 0 ||
+	    (r = open_udp("requests", req, &cmd, &s->req_fd)) < 0 ||
+	    (r = open_udp("retrans", s->cfg.retrans, &rtx, &s->retrans_fd)) < 0 ||
 	    (r = open_udp("tape", "0.0.0.0:0", &snd, &s->tape_fd)) < 0)
 		return r;
 	r = net_parse_addr(s->cfg.tape_group, &s->group);
@@ -792,10 +955,14 @@ static void start_watchers(struct sequencer *s)
 	double hb = (double)s->cfg.heartbeat_ns / 1e9;
 
 	ev_io_init(&s->cmd_io, on_cmd_readable, s->cmd_fd, EV_READ);
+	ev_io_init(&s->req_io, on_cmd_readable, s->req_fd, EV_READ);
+	s->cmd_io.data = s->req_io.data = s;
 	ev_io_init(&s->retrans_io, on_retrans_readable, s->retrans_fd, EV_READ);
 	/* Ticks at half the heartbeat so an idle tape is never silent longer. */
 	ev_timer_init(&s->heartbeat, on_heartbeat, hb / 2, hb / 2);
+	ev_init(&s->rx_timer, on_rx_timer);
 	ev_io_start(s->loop, &s->cmd_io);
+	ev_io_start(s->loop, &s->req_io);
 	ev_io_start(s->loop, &s->retrans_io);
 	ev_timer_start(s->loop, &s->heartbeat);
 }
@@ -840,7 +1007,15 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->loop = loop;
-	s->cmd_fd = s->tape_fd = s->retrans_fd = -1;
+	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = -1;
+	rx_rng_seed(&s->rng, rx_seed_of(cfg->node.name, cfg->drop_seed));
+	rx_drop_init(&s->drop_cmd, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed));
+	rx_drop_init(&s->drop_req, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed) + 1);
+	rx_drop_init(&s->drop_retrans, cfg->drop_rate,
+		     rx_seed_of(cfg->node.name, cfg->drop_seed) + 2);
+	if (cfg->drop_rate > 0)
+		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %llu)",
+			 cfg->drop_rate, (unsigned long long)cfg->drop_seed);
 	s->rl_malformed = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
 	s->rl_gap = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
 	s->rl_oversize = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
@@ -870,8 +1045,10 @@ void seq_shutdown(struct sequencer *s)
 	else
 		send_tape_control(s, 1);
 	ev_io_stop(s->loop, &s->cmd_io);
+	ev_io_stop(s->loop, &s->req_io);
 	ev_io_stop(s->loop, &s->retrans_io);
 	ev_timer_stop(s->loop, &s->heartbeat);
+	ev_timer_stop(s->loop, &s->rx_timer);
 	ctl_server_close(s->ctl);
 	s->ctl = NULL;
 	s->state = SEQ_STOPPED;
@@ -885,8 +1062,10 @@ void seq_close(struct sequencer *s)
 		return;
 	if (s->state != SEQ_STOPPED) {
 		ev_io_stop(s->loop, &s->cmd_io);
+		ev_io_stop(s->loop, &s->req_io);
 		ev_io_stop(s->loop, &s->retrans_io);
 		ev_timer_stop(s->loop, &s->heartbeat);
+		ev_timer_stop(s->loop, &s->rx_timer);
 	}
 	ctl_server_close(s->ctl);
 	net_batch_fini(&s->rout);
@@ -899,6 +1078,10 @@ void seq_close(struct sequencer *s)
 		close(s->retrans_fd);
 	if (s->cmd_fd >= 0)
 		close(s->cmd_fd);
+	if (s->req_fd >= 0)
+		close(s->req_fd);
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_destroy(s->gw_list[i]->rx);
 	journal_close(s->journal);
 	free(s);
 }
@@ -930,7 +1113,26 @@ int seq_retrans_port(const struct sequencer *s)
 
 void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 {
+	struct net_udp_stats us = { 0 };
+
 	*out = s->st;
 	out->journal_bytes = s->journal ? journal_bytes(s->journal) : 0;
 	out->gateways = s->n_gw;
+	out->duplicates = out->gaps = out->gap_requests_sent = 0;
+	for (unsigned i = 0; i < s->n_gw; i++) {
+		struct rx_stats rs;
+
+		rx_get_stats(s->gw_list[i]->rx, &rs);
+		out->duplicates += rs.duplicates;
+		out->gaps += rs.gaps;
+		out->gap_requests_sent += rs.requests;
+		out->gap_blocks_requested += rs.requested;
+		out->commands_held += rs.held;
+		out->commands_overflow += rs.overflow;
+		out->commands_lost += rs.lost;
+	}
+	out->rxq_dropped = s->rxq_cmd + s->rxq_req + s->rxq_retrans;
+	out->drops_injected = s->drop_cmd.dropped + s->drop_req.dropped + s->drop_retrans.dropped;
+	if (net_udp_stats_read(&us) == 0)
+		out->kernel_rcvbuf_errors = us.rcvbuf_errors;
 }

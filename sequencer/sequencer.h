@@ -35,8 +35,15 @@ struct seq_config {
 	uint64_t max_datagram; /* largest tape datagram sent and command datagram taken */
 	uint64_t batch; /* recvmmsg slots per call */
 	uint64_t drain; /* recvmmsg calls per wakeup at most */
-	uint64_t request_interval_ns; /* at most one gap request per gateway per this */
+	uint64_t request_interval_ns; /* first back-off of a gap request (then doubled) */
 	uint64_t retrans_packets; /* packets per retransmission answer at most */
+	/* the gateways' streams' loss recovery (common/rx.h); 0: a default */
+	uint64_t request_interval_max_ns; /* back-off cap */
+	uint64_t request_delay_ns; /* first request of a gap: random in [0, this] */
+	uint64_t reorder_window; /* commands held ahead of a gap, per gateway */
+	uint64_t reorder_bytes; /* their memory, per gateway */
+	double drop_rate; /* loss generator on every receive path, 0: off */
+	uint64_t drop_seed;
 };
 
 extern const struct config_key seq_config_keys[];
@@ -46,8 +53,8 @@ struct seq_stats {
 	uint64_t packets_received; /* command datagrams, including malformed */
 	uint64_t commands_received; /* message blocks in well-formed datagrams */
 	uint64_t commands_sequenced;
-	uint64_t duplicates; /* blocks below the gateway's expected seq */
-	uint64_t gaps; /* blocks above it (dropped, go-back-N) */
+	uint64_t duplicates; /* blocks already sequenced or held */
+	uint64_t gaps; /* missing ranges found in the gateways' streams */
 	uint64_t gap_requests_sent; /* request packets to gateways */
 	uint64_t malformed_packets;
 	uint64_t oversize_commands; /* empty, or too long for one tape datagram */
@@ -62,7 +69,16 @@ struct seq_stats {
 	uint64_t retrans_packets_sent;
 	uint64_t journal_bytes;
 	uint64_t gateways; /* sessions in the table */
-	uint64_t rxq_dropped; /* kernel drops on the command socket (SO_RXQ_OVFL) */
+	uint64_t rxq_dropped; /* kernel drops on our sockets (SO_RXQ_OVFL) */
+	uint64_t commands_held; /* blocks kept ahead of a gap */
+	uint64_t commands_overflow; /* blocks that did not fit the reorder window */
+	uint64_t gap_blocks_requested; /* commands asked for, summed over requests */
+	uint64_t gateway_answers; /* datagrams on the request socket */
+	uint64_t gateway_too_old; /* a gateway's too-old answer (common/rx.h) */
+	uint64_t commands_lost; /* given up: no gateway journal holds them any more */
+	uint64_t retrans_too_old; /* tape requests older than the journal, told so */
+	uint64_t drops_injected; /* thrown away by the loss generator */
+	uint64_t kernel_rcvbuf_errors; /* the host's UDP RcvbufErrors (/proc/net/snmp) */
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))

@@ -70,3 +70,125 @@ status_field() {
 	"$CTL" --socket "$T/$1/$1.ctl" status --json |
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
+
+# ---- Multi-host tests (tests/netlab_*.sh): a cluster across the network
+# namespaces of ops/netlab, one node per host (ops/cluster --netlab).
+NETLAB=$top_srcdir/ops/netlab
+
+# netlab_cluster_up HOSTS [ops/cluster up options]: skips (77) where this
+# machine cannot make a netlab; else a netlab of HOSTS hosts named $L, a
+# cluster in $T on it, and GW = gateway 1's OUCH address. Everything is
+# deleted on exit, whatever happens.
+netlab_cluster_up() {
+	local hosts=$1 why
+	shift
+	why=$("$NETLAB" check 2>&1) || skip "no netlab on this machine: ${why:-netlab check failed}"
+	L=lst$$
+	T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-test.XXXXXX")
+	P=15000 # the hosts' ports are their own: nothing else runs there
+	trap netlab_cleanup EXIT
+	trap 'exit 143' TERM INT
+	"$NETLAB" --name "$L" up "$hosts" >"$T/netlab.out" 2>&1 || { cat "$T/netlab.out" >&2; fail "netlab did not come up"; }
+	if ! "$CLUSTER" up --netlab="$L" --dir "$T" --port "$P" "$@" >"$T/up.out" 2>&1; then
+		cat "$T/up.out" >&2
+		fail "cluster did not come up on the netlab"
+	fi
+	GW=$(sed -n 's/^gw-1: OUCH on //p' "$T/up.out")
+	[ -n "$GW" ] || fail "no gateway address in: $(cat "$T/up.out")"
+}
+
+netlab_cleanup() {
+	local rc=$?
+	trap - TERM INT
+	[ -n "${T:-}" ] || exit $rc
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+		"$NETLAB" --name "$L" status >&2 2>/dev/null || true
+		"$CLUSTER" status --dir "$T" >&2 2>/dev/null || true
+	fi
+	"$CLUSTER" down --dir "$T" >/dev/null 2>&1 || true
+	"$NETLAB" --name "$L" down --kill >/dev/null 2>&1 || echo "netlab $L: down failed" >&2
+	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+		for f in "$T"/*.log "$T"/bench*.out; do
+			[ -e "$f" ] || continue
+			echo "----- $f (last 30 lines)" >&2
+			tail -n 30 "$f" >&2
+		done
+	fi
+	rm -rf "$T"
+	exit $rc
+}
+
+# on_host HOST CMD...: runs CMD on a netlab host (h1 is the clients').
+on_host() { "$NETLAB" --name "$L" exec "$@"; }
+# bench SECONDS BENCH_OPTIONS...: lockstep-bench on h1 against gateway 1,
+# killed after SECONDS (a closed-loop bench waits for answers forever).
+bench() {
+	local limit=$1
+	shift
+	timeout -k 5 "$limit" "$NETLAB" --name "$L" exec h1 "$top_builddir/lockstep-bench" --connect "$GW" "$@"
+}
+
+# wait_agree SECONDS: until every matcher has applied everything the
+# sequencer has sequenced (and is live); then checks that they all report
+# the same seq and hash. Sets SEQ and HASH.
+wait_agree() {
+	local end=$((SECONDS + $1)) n s ok
+	while :; do
+		s=$(status_field seq-1 seq)
+		ok=1
+		for n in $(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//'); do
+			[ "$(status_field "$n" seq)" = "$s" ] && [ "$(status_field "$n" state)" = live ] || ok=0
+		done
+		[ $ok = 1 ] && [ "$(status_field seq-1 seq)" = "$s" ] && break
+		[ $SECONDS -lt $end ] || { "$CLUSTER" status --dir "$T" >&2; fail "matchers not at the sequencer's seq $s after $1 s"; }
+		sleep 0.2
+	done
+	SEQ=$s HASH=
+	for n in $(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//'); do
+		[ "$(status_field "$n" seq)" = "$SEQ" ] || fail "$n moved past $SEQ"
+		s=$(status_field "$n" hash)
+		[ -z "$HASH" ] || [ "$s" = "$HASH" ] || fail "$n's hash $s differs from $HASH at seq $SEQ"
+		HASH=$s
+	done
+}
+
+# netlab_report: the packets the netlab dropped and what the daemons did
+# about them (requests sent, requests served, blocks sent again), as one
+# "info:" line; never fails the test.
+netlab_report() {
+	local n f=$T/stats.json
+	{
+		echo "{"
+		for n in $(cd "$T" && ls seq-*.conf matcher-*.conf gw-*.conf | sed 's/\.conf$//'); do
+			echo "\"$n\": $("$CTL" --socket "$T/$n/$n.ctl" stats --json 2>/dev/null || echo '{}'),"
+		done
+		echo "\"drops\": [$("$NETLAB" --name "$L" status |
+			sed -n 's/.*dropped in \([0-9]*\) out \([0-9]*\).*/[\1, \2]/p' | paste -sd,)]}"
+	} >"$f"
+	python3 - "$f" <<'PY' || true
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = lambda n, k: d.get(n, {}).get("counters", {}).get(k, 0)
+nodes = [n for n in d if n != "drops"]
+drops = sum(i + o for i, o in d["drops"])
+sent = sum(c(n, k) for n in nodes for k in ("gap_requests_sent", "retrans_requests_sent", "tape_requests", "exec_requests"))
+served = sum(c(n, k) for n in nodes for k in ("retrans_requests", "exec_requests_served"))
+blocks = sum(c(n, k) for n in nodes for k in ("retrans_blocks_sent", "retrans_served", "cmds_resent", "exec_blocks_resent"))
+per = lambda x: "%.2f" % (x / drops) if drops else "-"
+print("info: %d UDP packets dropped by the netlab; %d gap requests sent (%s per lost packet), %d served (%s), %d blocks sent again (%s)"
+      % (drops, sent, per(sent), served, per(served), blocks, per(blocks)))
+for n in sorted(nodes):
+    keys = [k for k in ("gaps", "gap_requests_sent", "retrans_requests", "retrans_packets_sent", "retrans_blocks_sent",
+                        "tape_gaps", "retrans_requests_sent", "exec_requests_served", "exec_blocks_resent",
+                        "tape_requests", "exec_requests", "exec_gaps", "retrans_served", "cmds_resent", "duplicates",
+                        "tape_duplicates", "exec_dups", "rxq_dropped") if k in d[n].get("counters", {})]
+    print("info:   %-10s %s" % (n, " ".join("%s=%d" % (k, c(n, k)) for k in keys)))
+PY
+}
+
+# ctl_seq NODE: the node's seq (cheaper than status_field, for polling).
+ctl_seq() { "$CTL" --socket "$T/$1/$1.ctl" status 2>/dev/null | sed -n 's/.* seq=\([0-9]*\).*/\1/p'; }
+# ctl_counter NODE NAME: one of the node's counters.
+ctl_counter() { "$CTL" --socket "$T/$1/$1.ctl" stats 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
+# ms_now: monotonic-enough milliseconds for reporting (never asserted).
+ms_now() { echo $(($(date +%s%N) / 1000000)); }

@@ -1275,6 +1275,21 @@ START_TEST(bad_segment_header)
 	ck_assert_ptr_null(rep.bad_reason);
 	verify_range(j, 1, 210);
 	journal_close(j);
+	/* a wrong header on the FIRST segment is refused, not cut: a stray
+	 * file must not wipe the whole journal */
+	struct journal_options rw = { .segment_bytes = 800 };
+	n = list_segs(segs, 512);
+	seg_path(path, sizeof(path), segs[0]);
+	xor_byte(path, 0, 0x20);
+	j = NULL;
+	ck_assert_int_eq(journal_open(&j, jdir, &rw, &rep), -EBADMSG);
+	ck_assert_ptr_null(j);
+	ck_assert_str_eq(rep.bad_reason, "bad segment header");
+	ck_assert_uint_eq(list_segs(segs, 512), n);
+	xor_byte(path, 0, 0x20);
+	j = jopen(800, 0, &rep);
+	verify_range(j, 1, 210);
+	journal_close(j);
 }
 END_TEST
 

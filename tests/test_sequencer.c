@@ -200,8 +200,8 @@ static size_t make_command(uint8_t *out, size_t cap, const char *gw, uint64_t n)
 	return len;
 }
 
-/* Sends commands [first, first + n) of gateway `gw` in one datagram. */
-static void send_cmds(const char *gw, uint64_t first, unsigned n)
+/* Sends commands [first, first + n) of gateway `gw` in one datagram to `to`. */
+static void send_cmds_to(const char *gw, uint64_t first, unsigned n, const struct sockaddr_in *to)
 {
 	struct mold_session sess;
 	struct mold_builder b;
@@ -215,8 +215,14 @@ static void send_cmds(const char *gw, uint64_t first, unsigned n)
 		ck_assert_int_eq(mold_build_add(&b, cmd, (uint16_t)len), 0);
 	}
 	len = mold_build_end(&b);
-	ck_assert_int_eq(sendto(H.gw_fd, pkt, len, 0, (struct sockaddr *)&H.listen,
-				sizeof(H.listen)), (ssize_t)len);
+	ck_assert_int_eq(sendto(H.gw_fd, pkt, len, 0, (const struct sockaddr *)to, sizeof(*to)),
+			 (ssize_t)len);
+}
+
+/* ... to the sequencer's command listener. */
+static void send_cmds(const char *gw, uint64_t first, unsigned n)
+{
+	send_cmds_to(gw, first, n, &H.listen);
 }
 
 static void send_raw(const void *buf, size_t len, const struct sockaddr_in *to)
@@ -408,14 +414,60 @@ START_TEST(gap_is_requested_and_filled)
 	ck_assert_int_eq(gw_request("gw1", &req, WAIT_MS), 1);
 	ck_assert_uint_eq(req.seq, 4);
 	ck_assert_uint_eq(req.count, 2);
-	expect_quiet(); /* go-back-N: 6..8 were dropped */
+	expect_quiet(); /* 6..8 are held until 4 and 5 come */
 	send_cmds("gw1", 4, 5); /* the gateway answers from 4 */
 	for (uint64_t n = 4; n <= 8; n++)
 		ck_assert_uint_eq(expect_command(1, "gw1", n), 1 + n);
 	seq_stop(&st);
-	ck_assert_uint_ge(st.gaps, 1);
-	ck_assert_uint_eq(st.gap_requests_sent, 1);
+	ck_assert_uint_eq(st.gaps, 1);
+	/* asked again, with back-off, while the gateway did not answer */
+	ck_assert_uint_ge(st.gap_requests_sent, 1);
 	ck_assert_uint_eq(st.commands_sequenced, 8);
+}
+END_TEST
+
+/* Several gaps at once: each asked for at once, the commands after them held;
+ * a gateway's too-old answer (a heartbeat to the request socket whose seq is
+ * the oldest it holds) gives the rest up, loudly, and the stream goes on. */
+START_TEST(gaps_held_and_too_old_answer)
+{
+	struct mold_session sess;
+	struct mold_request req[2];
+	struct sockaddr_in from;
+	socklen_t flen = sizeof(from);
+	uint8_t buf[64], hb[MOLD_HEADER_LEN];
+	struct seq_stats st;
+	ssize_t n;
+
+	expect_term_start(1);
+	mold_session_set(&sess, "gw1");
+	send_cmds("gw1", 1, 2);
+	send_cmds("gw1", 5, 2); /* 3, 4 lost */
+	send_cmds("gw1", 9, 2); /* 7, 8 lost */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(wait_readable(H.gw_fd, WAIT_MS), 1);
+		n = recvfrom(H.gw_fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
+		ck_assert_int_eq(mold_parse_request(buf, (size_t)n, &sess, &req[i]), 0);
+	}
+	ck_assert_uint_eq(req[0].seq, 3);
+	ck_assert_uint_eq(req[0].count, 2);
+	ck_assert_uint_eq(req[1].seq, 7);
+	ck_assert_uint_eq(req[1].count, 2);
+	ck_assert_uint_ne(ntohs(from.sin_port), ntohs(H.listen.sin_port));
+	expect_command(1, "gw1", 1);
+	expect_command(1, "gw1", 2);
+	/* 7 and 8 come (to the request socket), 3 and 4 no longer exist */
+	send_cmds_to("gw1", 7, 2, &from);
+	send_raw(hb, mold_build_heartbeat(hb, &sess, 5), &from);
+	for (uint64_t c = 5; c <= 10; c++)
+		expect_command(1, "gw1", c);
+	expect_quiet();
+	seq_stop(&st);
+	ck_assert_uint_eq(st.gaps, 2);
+	ck_assert_uint_eq(st.gateway_too_old, 1);
+	ck_assert_uint_eq(st.commands_lost, 2);
+	ck_assert_uint_eq(st.commands_sequenced, 8);
+	ck_assert_uint_eq(st.commands_held, 6); /* 5, 6, 9, 10, then 7, 8 */
 }
 END_TEST
 
@@ -710,6 +762,7 @@ int main(void)
 	tcase_add_test(tc, term_start_then_commands_in_order);
 	tcase_add_test(tc, duplicates_are_dropped);
 	tcase_add_test(tc, gap_is_requested_and_filled);
+	tcase_add_test(tc, gaps_held_and_too_old_answer);
 	tcase_add_test(tc, heartbeat_reveals_lost_tail);
 	tcase_add_test(tc, tape_heartbeats_when_idle);
 	tcase_add_test(tc, retransmission_is_byte_identical);

@@ -7,7 +7,7 @@ LOCKSTEP_PACKAGES=(
 	gcc make autoconf automake pkg-config
 	libev-dev libprotobuf-c-dev protobuf-c-compiler
 	libnl-3-dev libnl-route-3-dev libinih-dev libxxhash-dev check
-	clang python3 iproute2 procps
+	clang python3 iproute2 procps tshark nftables gnuplot-nox
 )
 
 ops_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

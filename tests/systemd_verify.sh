@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `systemd-analyze verify` passes on every unit of ops/systemd/ (each
+# template as an instance, lockstep.target), and prints nothing: any
+# warning it gives (an unknown or misspelled key, a bad value, a missing
+# binary or man page) fails the test. Also reports `systemd-analyze
+# security` exposure of each service (not asserted beyond "not UNSAFE").
+set -euo pipefail
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/_build/check}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+command -v systemd-analyze >/dev/null || skip "no systemd-analyze (apt-get install systemd)"
+for b in lockstep-sequencer lockstep-gateway lockstep-matcher lockstepctl; do
+	[ -x "$top_builddir/$b" ] || fail "$top_builddir/$b not built"
+done
+
+[ -e "$top_srcdir/ops/systemd/lockstep.target" ] || fail "no $top_srcdir/ops/systemd/ (not distributed?)"
+T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-sdverify.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/units" "$T/man/man8"
+
+# The units as `make install` writes them, with the binaries of this build
+# (bindir is the only substitution).
+for f in "$top_srcdir"/ops/systemd/*.in; do
+	sed "s|@bindir@|$top_builddir|g" "$f" >"$T/units/$(basename "$f" .in)"
+done
+cp "$top_srcdir/ops/systemd/lockstep.target" "$T/units/"
+! grep -n '@[a-z_]*@' "$T"/units/* || fail "a unit keeps an unsubstituted @variable@"
+
+# Documentation=man:... is checked against the man pages of this tree.
+ln -s "$top_srcdir"/ops/man/*.8 "$T/man/man8/"
+man_opt=()
+command -v man >/dev/null || man_opt=(--man=no)
+
+units=(lockstep-sequencer@seq-1.service lockstep-matcher@matcher-1.service
+	lockstep-gateway@gw-1.service lockstep.target)
+cd "$T/units"
+rc=0
+MANPATH=$T/man systemd-analyze verify "${man_opt[@]}" "${units[@]}" >"$T/verify.out" 2>&1 || rc=$?
+if [ $rc -ne 0 ] || [ -s "$T/verify.out" ]; then
+	cat "$T/verify.out" >&2
+	fail "systemd-analyze verify: exit $rc, $(wc -l <"$T/verify.out") line(s) of output"
+fi
+echo "ok: systemd-analyze verify: ${units[*]}: no warning"
+
+# The sandbox: `systemd-analyze security` (offline: no manager needed).
+for u in "${units[@]:0:3}"; do
+	out=$(systemd-analyze security --offline=true --no-pager "$T/units/$u" 2>&1) ||
+		{ echo "$out" >&2; fail "systemd-analyze security $u"; }
+	line=$(grep 'Overall exposure level' <<<"$out") || fail "security $u: no overall level"
+	echo "info: ${line#→ }"
+	! grep -q 'UNSAFE\|EXPOSED' <<<"$line" || fail "$u is not sandboxed: $line"
+done
