@@ -1439,7 +1439,7 @@ static int load_main(void)
 		{
 			struct timespec ts = { 0, 0 };
 
-			if (!opt.spin && wait_ns > 0) {
+			if (wait_ns > 0) {
 				ts.tv_sec = wait_ns / 1000000000;
 				ts.tv_nsec = wait_ns % 1000000000;
 			}
@@ -2366,7 +2366,8 @@ static void usage(FILE *f)
 	      "      --pids NAME=PID,...  ... or of these processes\n"
 	      "      --baseline           run the load through relays forked here (one per\n"
 	      "                           --connect address) and an echo instead of a cluster\n"
-	      "      --spin               the relays and the bench spin instead of sleeping\n"
+	      "      --spin               the relays and the echo spin instead of sleeping\n"
+	      "                           (a core each; the daemons sleep in epoll)\n"
 	      "  -j, --json FILE          also write the results as JSON\n"
 	      "      --png FILE           and the latency percentile curves (gnuplot)\n"
 	      "  -q, --quiet              (accepted for compatibility; the report is short)\n"
