@@ -1399,3 +1399,323 @@ void engine_destroy(struct engine *e)
 	free(e->syms);
 	free(e);
 }
+
+/* --- snapshots ------------------------------------------------------------ */
+
+/* Format (version ENGINE_SNAP_VERSION, little-endian host layout of fixed-width
+ * integers; the matcher wraps it with its own header and a CRC32C):
+ *   u32 magic 'LSEN', u32 version, u32 n_symbols, u32 n_users,
+ *   u64 n_tokens, u64 n_orders, u64 next_ref, next_match, next_prio,
+ *   u64 book_hash, u64 now_ns, struct engine_stats as u64[],
+ *   symbols: u64 packed name each (must equal the configuration's, in order),
+ *   users: u64 packed login each, in id order (ids, and so token hashes,
+ *     come out identical),
+ *   tokens: { u32 user, u32 live, char token[14], u16 pad } each, in slot order,
+ *   orders: in book order (symbol, side, level ascending key, displayed queue
+ *     then hidden, head to tail) as struct snap_order,
+ *   per user (id order): u32 count, then u32 order indices (into the order
+ *     list) in the user's entry order (CANCEL_ALL's order). */
+#define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
+#define ENGINE_SNAP_VERSION 1u
+
+struct snap_head {
+	uint32_t magic, version, n_symbols, n_users;
+	uint64_t n_tokens, n_orders, next_ref, next_match, next_prio, book_hash, now_ns;
+	struct engine_stats st;
+};
+
+struct snap_token {
+	uint32_t user, live;
+	char token[OUCH_TOKEN_LEN];
+	uint16_t pad;
+};
+
+struct snap_order {
+	uint64_t ref, prio, expire_ns;
+	uint32_t price, shares, user, firm, sym;
+	char token[OUCH_TOKEN_LEN];
+	char side, display, capacity, cross_type;
+	char ofirm[OUCH_FIRM_LEN];
+	char pad[2];
+};
+
+#define SNAP_CHUNK 512
+#define LIVE_PENDING (NONE - 1) /* a live token whose order is not loaded yet */
+
+int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx)
+{
+	struct snap_head h;
+	struct snap_order ob[SNAP_CHUNK];
+	struct snap_token tb[SNAP_CHUNK];
+	uint32_t nb = 0, k = 0, *rank;
+	int r;
+
+	memset(&h, 0, sizeof(h));
+	h.magic = ENGINE_SNAP_MAGIC;
+	h.version = ENGINE_SNAP_VERSION;
+	h.n_symbols = e->n_symbols;
+	h.n_users = e->n_users;
+	h.n_tokens = e->n_tokens;
+	h.n_orders = e->orders_open;
+	h.next_ref = e->next_ref;
+	h.next_match = e->next_match;
+	h.next_prio = e->next_prio;
+	h.book_hash = e->book_hash;
+	h.now_ns = e->now_ns;
+	h.st = e->st;
+	if ((r = fn(ctx, &h, sizeof(h))) < 0)
+		return r;
+	for (uint32_t s = 0; s < e->n_symbols; s++)
+		if ((r = fn(ctx, &e->syms[s].name, sizeof(uint64_t))) < 0)
+			return r;
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		if ((r = fn(ctx, &e->users[u].name, sizeof(uint64_t))) < 0)
+			return r;
+	for (uint32_t i = 0; i < e->token_cap; i++) {
+		const struct token_slot *t = &e->tokens[i];
+
+		if (t->user == 0)
+			continue;
+		memset(&tb[nb], 0, sizeof(tb[nb]));
+		tb[nb].user = t->user;
+		tb[nb].live = t->order != NONE;
+		memcpy(tb[nb].token, t->token, OUCH_TOKEN_LEN);
+		if (++nb == SNAP_CHUNK) {
+			if ((r = fn(ctx, tb, sizeof(tb[0]) * nb)) < 0)
+				return r;
+			nb = 0;
+		}
+	}
+	if (nb && (r = fn(ctx, tb, sizeof(tb[0]) * nb)) < 0)
+		return r;
+	/* the order's place in the list, for the users' lists (in heap slots: the
+	 * heap array holds only the orders with an expiry, so use a scratch
+	 * array) */
+	rank = malloc(((size_t)e->max_orders + 1) * sizeof(*rank));
+	if (!rank)
+		return -ENOMEM;
+	nb = 0;
+	for (uint32_t sym = 0; sym < e->n_symbols; sym++) {
+		for (int side = 0; side < 2; side++) {
+			const struct lvl_ent *a = side_ents(e, sym, side);
+
+			for (uint32_t i = 0; i < e->syms[sym].n[side]; i++) {
+				const struct level *l = &e->levels[a[i].level];
+
+				for (int q = 0; q < 2; q++) {
+					for (uint32_t oi = l->head[q]; oi != NONE; oi = e->orders[oi].next) {
+						const struct order *o = &e->orders[oi];
+						struct snap_order *so = &ob[nb];
+
+						memset(so, 0, sizeof(*so));
+						so->ref = o->ref;
+						so->prio = o->prio;
+						so->expire_ns = o->expire_ns;
+						so->price = o->price;
+						so->shares = o->shares;
+						so->user = o->user;
+						so->firm = o->firm;
+						so->sym = o->sym;
+						memcpy(so->token, e->tokens[o->tok].token, OUCH_TOKEN_LEN);
+						so->side = o->side;
+						so->display = o->display;
+						so->capacity = o->capacity;
+						so->cross_type = o->cross_type;
+						memcpy(so->ofirm, o->ofirm, OUCH_FIRM_LEN);
+						rank[oi] = k++;
+						if (++nb == SNAP_CHUNK) {
+							if ((r = fn(ctx, ob, sizeof(ob[0]) * nb)) < 0)
+								goto out_free;
+							nb = 0;
+						}
+					}
+				}
+			}
+		}
+	}
+	if (nb && (r = fn(ctx, ob, sizeof(ob[0]) * nb)) < 0)
+		goto out_free;
+	for (uint32_t u = 1; u <= e->n_users; u++) {
+		uint32_t cnt = 0, buf[SNAP_CHUNK];
+
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext)
+			cnt++;
+		if ((r = fn(ctx, &cnt, sizeof(cnt))) < 0)
+			goto out_free;
+		nb = 0;
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext) {
+			buf[nb++] = rank[oi];
+			if (nb == SNAP_CHUNK) {
+				if ((r = fn(ctx, buf, sizeof(buf[0]) * nb)) < 0)
+					goto out_free;
+				nb = 0;
+			}
+		}
+		if (nb && (r = fn(ctx, buf, sizeof(buf[0]) * nb)) < 0)
+			goto out_free;
+	}
+	r = 0;
+out_free:
+	free(rank);
+	return r;
+}
+
+static int snap_read_order(struct engine *e, const struct snap_order *so, uint32_t *out)
+{
+	uint32_t oi = e->order_free, li, slot;
+	struct order *o;
+	struct level *l;
+	uint64_t th;
+	int found, q, side;
+
+	if (oi == NONE || so->sym >= e->n_symbols || so->user == 0 || so->user > e->n_users ||
+	    so->shares == 0 || (so->side != OUCH_BUY && !is_sell(so->side)))
+		return -EBADMSG;
+	th = token_hash(so->user, so->token);
+	slot = token_find(e, so->user, th, so->token, &found);
+	if (!found || e->tokens[slot].order != LIVE_PENDING)
+		return -EBADMSG;
+	side = book_side(so->side);
+	q = queue_of(so->display);
+	li = level_get(e, so->sym, side, so->price);
+	if (li == NONE)
+		return -EBADMSG;
+	e->order_free = e->orders[oi].next;
+	o = &e->orders[oi];
+	memset(o, 0, sizeof(*o));
+	o->heap_pos = NONE;
+	o->unext = o->uprev = NONE;
+	o->ref = so->ref;
+	o->prio = so->prio;
+	o->expire_ns = so->expire_ns;
+	o->price = so->price;
+	o->shares = so->shares;
+	o->user = so->user;
+	o->firm = so->firm;
+	o->sym = so->sym;
+	o->tok = slot;
+	o->side = so->side;
+	o->display = so->display;
+	o->capacity = so->capacity;
+	o->cross_type = so->cross_type;
+	memcpy(o->ofirm, so->ofirm, OUCH_FIRM_LEN);
+	e->tokens[slot].order = oi;
+	l = &e->levels[li];
+	o->level = li;
+	o->next = NONE;
+	o->prev = l->tail[q];
+	if (l->tail[q] != NONE)
+		e->orders[l->tail[q]].next = oi;
+	else
+		l->head[q] = oi;
+	l->tail[q] = oi;
+	o->hash = order_hash(e, o);
+	e->book_hash ^= o->hash;
+	if (o->expire_ns != NO_EXPIRY)
+		heap_push(e, oi);
+	e->orders_open++;
+	*out = oi;
+	return 0;
+}
+
+int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
+{
+	struct snap_head h;
+	uint32_t *map = NULL;
+	int r;
+
+	if (e->n_users || e->n_tokens || e->orders_open)
+		return -EBUSY;
+	if ((r = fn(ctx, &h, sizeof(h))) < 0)
+		return r;
+	if (h.magic != ENGINE_SNAP_MAGIC || h.version != ENGINE_SNAP_VERSION)
+		return -EPROTO;
+	if (h.n_symbols != e->n_symbols || h.n_users > e->max_users || h.n_tokens > e->max_tokens ||
+	    h.n_orders > e->max_orders || h.n_orders > h.n_tokens)
+		return -EBADMSG;
+	for (uint32_t s = 0; s < e->n_symbols; s++) {
+		uint64_t name;
+
+		if ((r = fn(ctx, &name, sizeof(name))) < 0)
+			return r;
+		if (name != e->syms[s].name)
+			return -EBADMSG; /* another partition's symbols */
+	}
+	for (uint32_t u = 1; u <= h.n_users; u++) {
+		uint64_t name;
+		char login[8];
+
+		if ((r = fn(ctx, &name, sizeof(name))) < 0)
+			return r;
+		memcpy(login, &name, sizeof(name) < sizeof(login) ? sizeof(name) : sizeof(login));
+		login[7] = '\0';
+		if (user_find(e, login, 0) != 0 || user_find(e, login, 1) != u)
+			return -EBADMSG;
+	}
+	for (uint64_t i = 0; i < h.n_tokens; i++) {
+		struct snap_token t;
+		uint32_t slot;
+		uint64_t th;
+		int found;
+
+		if ((r = fn(ctx, &t, sizeof(t))) < 0)
+			return r;
+		if (t.user == 0 || t.user > e->n_users)
+			return -EBADMSG;
+		th = token_hash(t.user, t.token);
+		slot = token_find(e, t.user, th, t.token, &found);
+		if (found)
+			return -EBADMSG;
+		token_insert(e, slot, t.user, th, t.token, t.live ? LIVE_PENDING : NONE);
+	}
+	map = malloc((h.n_orders + 1) * sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < h.n_orders; i++) {
+		struct snap_order so;
+
+		if ((r = fn(ctx, &so, sizeof(so))) < 0 || (r = snap_read_order(e, &so, &map[i])) < 0)
+			goto out_free;
+	}
+	for (uint32_t u = 1; u <= e->n_users; u++) {
+		struct user *us = &e->users[u];
+		uint32_t cnt, idx;
+
+		if ((r = fn(ctx, &cnt, sizeof(cnt))) < 0)
+			goto out_free;
+		for (uint32_t j = 0; j < cnt; j++) {
+			struct order *o;
+
+			if ((r = fn(ctx, &idx, sizeof(idx))) < 0)
+				goto out_free;
+			r = -EBADMSG;
+			if (idx >= h.n_orders)
+				goto out_free;
+			o = &e->orders[map[idx]];
+			if (o->user != u || o->uprev != NONE || us->head == map[idx])
+				goto out_free;
+			o->uprev = us->tail;
+			if (us->tail != NONE)
+				e->orders[us->tail].unext = map[idx];
+			else
+				us->head = map[idx];
+			us->tail = map[idx];
+		}
+	}
+	r = -EBADMSG;
+	for (uint32_t i = 0; i < e->token_cap; i++)
+		if (e->tokens[i].user != 0 && e->tokens[i].order == LIVE_PENDING)
+			goto out_free; /* a live token without its order */
+	e->next_ref = h.next_ref;
+	e->next_match = h.next_match;
+	e->next_prio = h.next_prio;
+	e->now_ns = h.now_ns;
+	e->ts = h.now_ns % NS_PER_DAY;
+	e->st = h.st;
+	if (e->book_hash != h.book_hash || engine_verify(e) != 0)
+		goto out_free;
+	r = 0;
+out_free:
+	free(map);
+	return r;
+}

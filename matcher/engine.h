@@ -163,4 +163,18 @@ void engine_get_stats(const struct engine *e, struct engine_stats *out);
  * and offline verification, not for the hot path. */
 int engine_verify(const struct engine *e);
 
+/* Snapshots: the whole state (orders in priority order per level, tokens,
+ * users, counters, expiries) as a byte stream, versioned (see engine.c).
+ * fn returns 0 or a negative errno, which the call then returns.
+ * engine_snapshot_write: 0 or the first error (or -ENOMEM); O(open orders +
+ * tokens), allocates one scratch array of max_orders u32.
+ * engine_snapshot_read: into a freshly created engine with the same symbols
+ * (-EBUSY otherwise); -EPROTO for another format version, -EBADMSG for
+ * content that does not add up (the engine is then unusable: destroy it).
+ * After a successful read engine_hash() equals the hash at write time. */
+typedef int (*engine_write_fn)(void *ctx, const void *buf, size_t len);
+typedef int (*engine_read_fn)(void *ctx, void *buf, size_t len);
+int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx);
+int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx);
+
 #endif

@@ -1,12 +1,17 @@
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "arena.h"
 #include "clock.h"
 #include "convert.h"
+#include "crc32c.h"
 #include "ctl.h"
 #include "engine.h"
 #include "lockstep.pb-c.h"
@@ -74,6 +79,10 @@ static const struct config_key matcher_keys[] = {
 	  "loss generator seed: the same seed loses the same packets" },
 	{ "matcher", "batch", CONFIG_UINT, OFF(batch), 0, "64", 1, 1024, NULL,
 	  "datagrams per recvmmsg/sendmmsg" },
+	{ "matcher", "snapshot_interval", CONFIG_UINT, OFF(snapshot_interval), 0, "1000000", 0,
+	  1e15, NULL, "write a snapshot every this many tape seqs (0: only on request)" },
+	{ "matcher", "snapshot_keep", CONFIG_UINT, OFF(snapshot_keep), 0, "3", 1, 1000, NULL,
+	  "snapshots kept in <state_dir>/snapshots (older ones are deleted)" },
 	{ "matcher", "max_datagram", CONFIG_UINT, OFF(max_datagram), 0, "1472", 64, 65507, NULL,
 	  "largest execution datagram" },
 	CONFIG_END,
@@ -91,6 +100,7 @@ struct matcher_stats {
 	uint64_t tape_packets, tape_malformed, tape_wrong_session, tape_duplicates, tape_gaps;
 	uint64_t tape_fenced, events_applied, events_other_partition, events_malformed;
 	uint64_t retrans_requests_sent, exec_blocks, exec_packets, exec_send_errors;
+	uint64_t snapshots_written, snapshots_failed, snapshots_skipped_busy, snapshots_rejected;
 	uint64_t exec_requests_served, exec_requests_too_old, exec_requests_bad;
 	uint64_t exec_blocks_resent, heartbeats_sent, rxq_dropped;
 	uint64_t tape_answers, tape_too_old, tape_unrecoverable, exec_requests_dropped;
@@ -139,6 +149,16 @@ struct matcher {
 	uint8_t *ring; /* cfg->ring slots of EXEC_SLOT bytes: u16 length + block */
 	uint64_t last_exec_send_ns;
 	ev_io retrans_io;
+
+	uint64_t exec_first; /* the oldest exec seq this process has produced (ring) */
+
+	/* snapshots */
+	char snap_dir[300];
+	pid_t snap_pid; /* the child writing one, 0: none */
+	ev_child snap_child; /* libev's default loop reaps children: its status comes here */
+	uint64_t snap_pending; /* its tape seq */
+	uint64_t snap_last; /* the newest complete snapshot's tape seq (or loaded one) */
+	uint64_t start_seq; /* the first tape seq to apply */
 
 	ev_timer tick;
 	struct ctl_server *ctl;
@@ -227,6 +247,421 @@ static void on_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 	m->st.exec_blocks++;
 }
 
+/* --- snapshots (layout in matcher.h) -------------------------------------- */
+
+#define SNAP_MAGIC "LSSNAP\0\1"
+#define SNAP_HDR_LEN 64
+#define SNAP_BUF (1 << 20)
+
+struct snap_hdr {
+	char magic[8];
+	uint32_t version, partition;
+	uint64_t seq, exec_next, term, commit, hash, body_len;
+};
+
+struct snap_io {
+	int fd;
+	uint32_t crc;
+	uint64_t n; /* body bytes so far */
+	uint64_t left; /* reading: body bytes left */
+	size_t len, off;
+	uint8_t *buf;
+};
+
+static int snap_flush(struct snap_io *io)
+{
+	size_t done = 0;
+
+	while (done < io->len) {
+		ssize_t w = write(io->fd, io->buf + done, io->len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		done += (size_t)w;
+	}
+	io->len = 0;
+	return 0;
+}
+
+static int snap_put(void *ctx, const void *p, size_t len)
+{
+	struct snap_io *io = ctx;
+	int r;
+
+	io->crc = crc32c(io->crc, p, len);
+	io->n += len;
+	while (len) {
+		size_t k = SNAP_BUF - io->len < len ? SNAP_BUF - io->len : len;
+
+		memcpy(io->buf + io->len, p, k);
+		io->len += k;
+		p = (const uint8_t *)p + k;
+		len -= k;
+		if (io->len == SNAP_BUF && (r = snap_flush(io)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Runs in the forked child: writes the state as it was at the fork. */
+static int snapshot_write_file(struct matcher *m, uint64_t seq)
+{
+	char tmp[350], path[340];
+	struct snap_hdr h;
+	struct snap_io io = { .fd = -1 };
+	uint8_t hdr[SNAP_HDR_LEN] = { 0 };
+	int r, dfd;
+
+	snprintf(path, sizeof(path), "%s/snap-%020llu.lss", m->snap_dir, (unsigned long long)seq);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	io.buf = malloc(SNAP_BUF);
+	if (!io.buf)
+		return -ENOMEM;
+	io.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (io.fd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	/* the header goes last (body_len is known then); reserve its room */
+	if (lseek(io.fd, SNAP_HDR_LEN, SEEK_SET) < 0) {
+		r = -errno;
+		goto out_close;
+	}
+	if ((r = engine_snapshot_write(m->engine, snap_put, &io)) < 0 || (r = snap_flush(&io)) < 0)
+		goto out_close;
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, SNAP_MAGIC, 8);
+	h.version = MATCHER_SNAP_VERSION;
+	h.partition = (uint32_t)m->cfg->partition;
+	h.seq = seq;
+	h.exec_next = m->exec_next;
+	h.term = m->term;
+	h.commit = m->commit;
+	h.hash = engine_hash(m->engine);
+	h.body_len = io.n;
+	memcpy(hdr, &h, sizeof(h));
+	/* the body is written before the header, so the trailer holds two
+	 * CRC32Cs: u32 crc32c(header), u32 crc32c(body) */
+	{
+		uint32_t crcs[2] = { crc32c(0, hdr, sizeof(hdr)), io.crc };
+
+		if (pwrite(io.fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+		    pwrite(io.fd, crcs, sizeof(crcs), (off_t)(SNAP_HDR_LEN + io.n)) !=
+			    (ssize_t)sizeof(crcs)) {
+			r = -EIO;
+			goto out_close;
+		}
+	}
+	if (fsync(io.fd) < 0) {
+		r = -errno;
+		goto out_close;
+	}
+	close(io.fd);
+	io.fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		goto out_unlink;
+	}
+	dfd = open(m->snap_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(io.buf);
+	return 0;
+
+out_close:
+	close(io.fd);
+out_unlink:
+	unlink(tmp);
+out_free:
+	free(io.buf);
+	return r;
+}
+
+static int snap_name_seq(const char *name, uint64_t *seq)
+{
+	unsigned long long v;
+	int end = 0;
+
+	if (sscanf(name, "snap-%20llu.lss%n", &v, &end) != 1 || end == 0 || name[end] != '\0' ||
+	    strlen(name) != 29)
+		return -1;
+	*seq = v;
+	return 0;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The tape seqs of the snapshots in the directory, newest first (at most cap). */
+static size_t snap_list(const char *dir, uint64_t *seqs, size_t cap)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) && n < cap) {
+		uint64_t s;
+
+		if (snap_name_seq(de->d_name, &s) == 0)
+			seqs[n++] = s;
+	}
+	closedir(d);
+	qsort(seqs, n, sizeof(*seqs), cmp_desc);
+	return n;
+}
+
+static void snapshot_prune(struct matcher *m)
+{
+	uint64_t seqs[1024];
+	size_t n = snap_list(m->snap_dir, seqs, 1024);
+	char path[340];
+
+	for (size_t i = m->cfg->snapshot_keep; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/snap-%020llu.lss", m->snap_dir,
+			 (unsigned long long)seqs[i]);
+		unlink(path);
+	}
+}
+
+/* Starts a snapshot of the state after tape seq `seq` (the state now): 0,
+ * -EBUSY (one is being written) or a fork error. */
+static void on_snap_child(struct ev_loop *loop, ev_child *w, int revents);
+
+static int snapshot_take(struct matcher *m, uint64_t seq)
+{
+	pid_t pid;
+
+	if (m->snap_pid > 0) {
+		m->st.snapshots_skipped_busy++;
+		log_warn("snapshot at tape seq %llu skipped: the one at %llu is still being written",
+			 (unsigned long long)seq, (unsigned long long)m->snap_pending);
+		return -EBUSY;
+	}
+	pid = fork();
+	if (pid < 0) {
+		m->st.snapshots_failed++;
+		log_err("snapshot at tape seq %llu: fork: %s", (unsigned long long)seq,
+			strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		int r = snapshot_write_file(m, seq);
+
+		if (r < 0)
+			log_err("snapshot at tape seq %llu: %s", (unsigned long long)seq, strerror(-r));
+		_exit(r < 0 ? 1 : 0);
+	}
+	m->snap_pid = pid;
+	m->snap_pending = seq;
+	ev_child_init(&m->snap_child, on_snap_child, pid, 0);
+	m->snap_child.data = m;
+	ev_child_start(m->loop, &m->snap_child);
+	log_info("snapshot at tape seq %llu: being written by pid %d", (unsigned long long)seq,
+		 (int)pid);
+	return 0;
+}
+
+static void snapshot_done(struct matcher *m, int status)
+{
+	ev_child_stop(m->loop, &m->snap_child);
+	m->snap_pid = 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		m->st.snapshots_written++;
+		m->snap_last = m->snap_pending;
+		log_notice("snapshot at tape seq %llu written", (unsigned long long)m->snap_pending);
+		snapshot_prune(m);
+	} else {
+		m->st.snapshots_failed++;
+		log_err("snapshot at tape seq %llu failed (see %s)",
+			(unsigned long long)m->snap_pending, m->snap_dir);
+	}
+}
+
+static void on_snap_child(struct ev_loop *loop, ev_child *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	snapshot_done(w->data, w->rstatus);
+}
+
+/* At a stop: waits for a snapshot being written. */
+static void snapshot_reap(struct matcher *m)
+{
+	int status;
+
+	if (m->snap_pid <= 0)
+		return;
+	if (waitpid(m->snap_pid, &status, 0) == m->snap_pid)
+		snapshot_done(m, status);
+	else
+		m->snap_pid = 0;
+}
+
+static int snap_get(void *ctx, void *p, size_t len)
+{
+	struct snap_io *io = ctx;
+
+	if (len > io->left)
+		return -EBADMSG;
+	while (len) {
+		size_t k;
+
+		if (io->off == io->len) {
+			size_t want = io->left < SNAP_BUF ? (size_t)io->left : SNAP_BUF;
+			ssize_t got = read(io->fd, io->buf, want);
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				return got < 0 ? -errno : -EBADMSG;
+			io->len = (size_t)got;
+			io->off = 0;
+		}
+		k = io->len - io->off < len ? io->len - io->off : len;
+		memcpy(p, io->buf + io->off, k);
+		io->crc = crc32c(io->crc, io->buf + io->off, k);
+		io->off += k;
+		p = (uint8_t *)p + k;
+		len -= k;
+		io->left -= k;
+	}
+	return 0;
+}
+
+/* Loads one snapshot file into a fresh engine: 0, or a negative errno with
+ * why in `why`. */
+static int snapshot_load_file(struct matcher *m, const char *path, struct snap_hdr *h,
+			      const char **why)
+{
+	uint8_t hdr[SNAP_HDR_LEN];
+	uint32_t crcs[2];
+	struct snap_io io = { .fd = -1 };
+	struct stat sb;
+	int r;
+
+	io.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (io.fd < 0) {
+		*why = "cannot open";
+		return -errno;
+	}
+	r = -EBADMSG;
+	*why = "short or damaged header";
+	if (fstat(io.fd, &sb) < 0 || read(io.fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
+		goto out_close;
+	memcpy(h, hdr, sizeof(*h));
+	if (memcmp(h->magic, SNAP_MAGIC, 8) != 0)
+		goto out_close;
+	*why = "another format version";
+	if (h->version != MATCHER_SNAP_VERSION)
+		goto out_close;
+	*why = "another partition's";
+	if (h->partition != m->cfg->partition)
+		goto out_close;
+	*why = "truncated or of the wrong length";
+	if ((uint64_t)sb.st_size != SNAP_HDR_LEN + h->body_len + sizeof(crcs) ||
+	    pread(io.fd, crcs, sizeof(crcs), (off_t)(SNAP_HDR_LEN + h->body_len)) !=
+		    (ssize_t)sizeof(crcs))
+		goto out_close;
+	*why = "header CRC mismatch";
+	if (crc32c(0, hdr, sizeof(hdr)) != crcs[0])
+		goto out_close;
+	/* the body's CRC first, in one pass, so that nothing damaged is parsed */
+	io.buf = malloc(SNAP_BUF);
+	if (!io.buf) {
+		r = -ENOMEM;
+		*why = "out of memory";
+		goto out_close;
+	}
+	io.left = h->body_len;
+	while (io.left) {
+		uint8_t scratch[4096];
+		size_t k = io.left < sizeof(scratch) ? (size_t)io.left : sizeof(scratch);
+
+		if ((r = snap_get(&io, scratch, k)) < 0)
+			break;
+	}
+	*why = "body CRC mismatch";
+	if (r < 0 || io.crc != crcs[1]) {
+		r = -EBADMSG;
+		goto out_close;
+	}
+	lseek(io.fd, SNAP_HDR_LEN, SEEK_SET);
+	io.left = h->body_len;
+	io.len = io.off = 0;
+	io.crc = 0;
+	*why = "content does not load (another symbol list or limits?)";
+	if ((r = engine_snapshot_read(m->engine, snap_get, &io)) < 0)
+		goto out_close;
+	*why = "loaded state's hash differs from the header's";
+	r = -EBADMSG;
+	if (io.left != 0 || engine_hash(m->engine) != h->hash)
+		goto out_close;
+	r = 0;
+out_close:
+	free(io.buf);
+	close(io.fd);
+	return r;
+}
+
+/* At start-up: the newest valid snapshot, else none (replay from seq 1). */
+static int snapshot_load(struct matcher *m, const struct engine_config *ec)
+{
+	uint64_t seqs[1024];
+	size_t n;
+
+	if (mkdir(m->snap_dir, 0750) < 0 && errno != EEXIST) {
+		log_err("snapshot directory %s: %s", m->snap_dir, strerror(errno));
+		return -errno;
+	}
+	n = snap_list(m->snap_dir, seqs, 1024);
+	for (size_t i = 0; i < n; i++) {
+		char path[340];
+		struct snap_hdr h;
+		const char *why = "";
+		int r;
+
+		snprintf(path, sizeof(path), "%s/snap-%020llu.lss", m->snap_dir,
+			 (unsigned long long)seqs[i]);
+		r = snapshot_load_file(m, path, &h, &why);
+		if (r == 0 && h.seq != seqs[i]) {
+			r = -EBADMSG;
+			why = "its name and header disagree";
+		}
+		if (r == 0) {
+			m->start_seq = h.seq + 1;
+			m->exec_next = m->exec_first = h.exec_next;
+			m->term = h.term;
+			m->commit = h.commit;
+			m->snap_last = h.seq;
+			log_notice("loaded snapshot %s: tape seq %llu, exec seq %llu, hash %016llx; "
+				   "replaying the tape from %llu",
+				   path, (unsigned long long)h.seq, (unsigned long long)h.exec_next,
+				   (unsigned long long)h.hash, (unsigned long long)h.seq + 1);
+			return 0;
+		}
+		m->st.snapshots_rejected++;
+		log_warn("snapshot %s skipped, not trusted: %s (%s)", path, why, strerror(-r));
+		/* a failed load may have left state behind: start from a fresh engine */
+		engine_destroy(m->engine);
+		m->engine = NULL;
+		if ((r = engine_create(&m->engine, ec)) < 0)
+			return r;
+	}
+	if (n)
+		log_warn("no usable snapshot in %s: replaying the whole tape", m->snap_dir);
+	return 0;
+}
+
 /* --- applying the tape ------------------------------------------------------ */
 
 /* Applies the event at m->next_seq. Returns 0, or -EAGAIN when it is not
@@ -277,7 +712,13 @@ static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 {
 	/* Not committed yet: rx keeps the event and offers it again at
 	 * rx_resume(), after the next packet or tick. */
-	return apply_event(ctx, seq, data, len) < 0 ? RX_HOLD : RX_TAKEN;
+	struct matcher *m = ctx;
+
+	if (apply_event(m, seq, data, len) < 0)
+		return RX_HOLD;
+	if (m->cfg->snapshot_interval && seq % m->cfg->snapshot_interval == 0)
+		snapshot_take(m, seq);
+	return RX_TAKEN;
 }
 
 static void send_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
@@ -418,6 +859,9 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 	struct mold_request r;
 	struct mold_builder b;
 	uint64_t oldest = m->exec_next > m->cfg->ring ? m->exec_next - m->cfg->ring : 1;
+
+	if (oldest < m->exec_first)
+		oldest = m->exec_first; /* what came before the snapshot we started from */
 	uint64_t seq, end;
 	unsigned k = 0;
 
@@ -523,7 +967,7 @@ static int matcher_reload(void *ctx, char *msg, size_t msglen)
 static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *r)
 {
 	struct matcher *m = ctx;
-	static char msg[128];
+	static char msg[400];
 
 	r->name = (char *)m->cfg->node.name;
 	r->role = "matcher";
@@ -533,8 +977,17 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 	r->commit = m->commit;
 	r->hash = engine_hash(m->engine);
 	r->partition = (uint32_t)m->cfg->partition;
+	r->snapshot_seq = m->snap_last;
 	switch (req->op) {
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
+		break;
+	case LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT:
+		if ((r->error = snapshot_take(m, applied(m))) < 0)
+			snprintf(msg, sizeof(msg), "snapshot not started: %s", strerror(-r->error));
+		else
+			snprintf(msg, sizeof(msg), "snapshot of tape seq %llu being written to %s",
+				 (unsigned long long)applied(m), m->snap_dir);
+		r->message = msg;
 		break;
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATS: {
 		static Lockstep__Counter c[64];
@@ -565,7 +1018,9 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 			COUNTER(heartbeats_sent), COUNTER(rxq_dropped), COUNTER(tape_answers),
 			COUNTER(tape_too_old), COUNTER(tape_unrecoverable),
 			COUNTER(exec_requests_dropped), COUNTER(drops_injected),
-			COUNTER(drops_injected_data),
+			COUNTER(drops_injected_data), COUNTER(snapshots_written),
+			COUNTER(snapshots_failed), COUNTER(snapshots_skipped_busy),
+			COUNTER(snapshots_rejected),
 		};
 		for (; n < sizeof(all) / sizeof(all[0]); n++) {
 			c[n] = all[n];
@@ -700,7 +1155,7 @@ static int open_tape_rx(struct matcher *m)
 		log_err("tape receiver: %s", strerror(-err));
 		return err;
 	}
-	rx_start(m->tape_rx, 1);
+	rx_start(m->tape_rx, m->start_seq);
 	return 0;
 }
 
@@ -715,7 +1170,9 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 	m->loop = loop;
 	m->cfg = cfg;
 	m->tape_fd = m->exec_fd = m->retrans_fd = m->req_fd = -1;
-	m->exec_next = 1;
+	m->exec_next = m->exec_first = 1;
+	m->start_seq = 1;
+	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", cfg->node.state_dir);
 	m->symbol_store = malloc(sizeof(cfg->symbols));
 	if (!m->symbol_store) {
 		err = -ENOMEM;
@@ -730,6 +1187,8 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 		log_err("engine: %s", strerror(-err));
 		goto out_free;
 	}
+	if ((err = snapshot_load(m, &ec)) < 0)
+		goto out_free;
 	m->ring = malloc(cfg->ring * EXEC_SLOT);
 	if (!m->ring || arena_init(&m->arena, 1 << 16) < 0 ||
 	    net_batch_init(&m->rx, (unsigned)cfg->batch, 65536) < 0 ||
@@ -778,6 +1237,7 @@ void matcher_stop(struct matcher *m)
 	uint8_t eos[MOLD_HEADER_LEN];
 
 	exec_flush(m);
+	snapshot_reap(m);
 	mold_build_end_of_session(eos, &m->exec_session, m->exec_next);
 	if (m->exec_fd >= 0)
 		sendto(m->exec_fd, eos, sizeof(eos), 0, (struct sockaddr *)&m->exec_group,
@@ -791,6 +1251,7 @@ void matcher_destroy(struct matcher *m)
 	if (!m)
 		return;
 	ctl_server_close(m->ctl);
+	snapshot_reap(m);
 	if (m->loop) {
 		ev_io_stop(m->loop, &m->tape_io);
 		ev_io_stop(m->loop, &m->req_io);

@@ -24,7 +24,22 @@ struct matcher_config {
 	double drop_rate; /* loss generator, 0: off */
 	uint64_t drop_seed;
 	uint64_t batch, max_datagram;
+	uint64_t snapshot_interval; /* tape seqs between snapshots, 0: only on request */
+	uint64_t snapshot_keep; /* snapshots kept in <state_dir>/snapshots */
 };
+
+/* Snapshots: <state_dir>/snapshots/snap-<tape seq, 20 digits>.lss, written by
+ * a forked child (copy-on-write: the event loop does not wait for it) to a
+ * .tmp file, fsynced and renamed. Layout (little-endian): a 64-byte header
+ * { char magic[8] "LSSNAP\0\1", u32 version (1), u32 partition, u64 tape
+ * seq (the last event applied), u64 exec_next (the next exec stream
+ * sequence number), u64 term, u64 commit, u64 engine_hash, u64 body length },
+ * the engine's snapshot (engine_snapshot_write), then two u32 CRC32Cs: of
+ * the header, and of the body. At start-up the newest snapshot that passes every check
+ * (magic, version, partition, length, CRC, a loaded state whose hash equals
+ * the header's) is loaded and the tape is replayed from the next seq through
+ * retransmission; any other is skipped with a warning. */
+#define MATCHER_SNAP_VERSION 1u
 
 extern const struct config_spec matcher_config_spec;
 
