@@ -568,9 +568,16 @@ static int scan_segment(struct journal *j, int fd, uint64_t name, struct scan_bu
 		if (cut->reason)
 			break;
 		len = get_le32(p);
-		if ((r = seg_reserve(s)) < 0 || (r = runs_reserve(j, get_le64(p + 12))) < 0)
+		if ((!j->opt.no_index && (r = seg_reserve(s)) < 0) ||
+		    (r = runs_reserve(j, get_le64(p + 12))) < 0)
 			return r;
-		s->off[s->n++] = (uint32_t)cut->offset;
+		if (j->opt.no_index) {
+			if (s->n == UINT32_MAX)
+				return -ENOMEM;
+			s->n++;
+		} else {
+			s->off[s->n++] = (uint32_t)cut->offset;
+		}
 		runs_note(j, seq, get_le64(p + 12));
 		seq++;
 		pos += REC_OVERHEAD + len;
@@ -700,6 +707,10 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		j->opt.interval_ms = 100;
 	j->dfd = j->wfd = j->rfd = -1;
 	j->want = 1;
+	if (j->opt.no_index && !j->opt.read_only) {
+		r = -EINVAL;
+		goto out_free;
+	}
 	if (!j->opt.read_only && mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		r = -errno;
 		goto out_free;
@@ -866,8 +877,23 @@ int journal_read(struct journal *j, uint64_t seq, void *buf, size_t cap, uint64_
 	k = seg_find(j, seq);
 	s = &j->segs[k];
 	i = seq - s->first_seq;
-	off = s->off[i];
-	end = i + 1 < s->n ? s->off[i + 1] : s->size;
+	if (j->opt.no_index) {
+		/* no index: walk the record headers from the segment's start */
+		fd = seg_fd(j, k);
+		if (fd < 0)
+			return fd;
+		for (off = SEG_HDR;; off += REC_OVERHEAD + get_le32(hdr)) {
+			if (pread_full(fd, hdr, REC_HDR, off) != (ssize_t)REC_HDR ||
+			    get_le32(hdr) > JOURNAL_MAX_RECORD)
+				return -EIO;
+			if (i-- == 0)
+				break;
+		}
+		end = off + REC_OVERHEAD + get_le32(hdr);
+	} else {
+		off = s->off[i];
+		end = i + 1 < s->n ? s->off[i + 1] : s->size;
+	}
 	len = (size_t)(end - off) - REC_OVERHEAD;
 	if (cap < len)
 		return -ENOSPC;
@@ -1025,7 +1051,20 @@ int journal_iter_next(struct journal_iter *it, uint64_t *seq, uint64_t *term, co
 			it->seq = j->segs[0].first_seq;
 		it->seg = seg_find(j, it->seq);
 		s = &j->segs[it->seg];
-		it->off = s->off[it->seq - s->first_seq];
+		if (j->opt.no_index) {
+			/* no index: step over the segment's records before it */
+			it->off = SEG_HDR;
+			for (uint64_t k = s->first_seq; k < it->seq; k++) {
+				if ((r = iter_fill(it, REC_HDR)) < 0)
+					return r;
+				n = get_le32(it->buf + (it->off - it->bstart));
+				if (n > JOURNAL_MAX_RECORD)
+					return -EIO;
+				it->off += REC_OVERHEAD + n;
+			}
+		} else {
+			it->off = s->off[it->seq - s->first_seq];
+		}
 		it->positioned = 1;
 	}
 	while (it->seq - j->segs[it->seg].first_seq >= j->segs[it->seg].n) {

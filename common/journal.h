@@ -32,6 +32,13 @@ struct journal_options {
 	enum journal_fsync fsync;
 	uint32_t interval_ms; /* for JOURNAL_FSYNC_INTERVAL; 0: 100 ms */
 	int read_only; /* open without cutting or writing (lockstep-replay verify) */
+	/* With read_only: keep no per-record index (4 bytes a record), only each
+	 * segment's record count and size, so that memory does not grow with the
+	 * journal. The open still checks every record (the report is the same);
+	 * iterators start at a segment's first record and step to from_seq;
+	 * journal_read falls back to such a walk through its segment (slow:
+	 * for occasional reads only). -EINVAL without read_only. */
+	int no_index;
 };
 
 /* What journal_open found. */

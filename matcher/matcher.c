@@ -20,10 +20,11 @@
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
+#include "snapshot.h"
 #include "tape.h"
 #include "wire.h"
 
-#define EXEC_SLOT 128 /* bytes per exec block in the ring: 14 + OUCH_MAX_LEN fits */
+#define EXEC_SLOT MATCHER_EXEC_SLOT /* bytes per exec block in the ring (snapshot.h) */
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
 #define DRAIN_ROUNDS 16 /* recvmmsg calls per wakeup, so one stream cannot starve the rest */
 
@@ -220,16 +221,14 @@ static void on_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 {
 	struct matcher *m = ctx;
 	uint8_t block[EXEC_SLOT - 2];
-	int len = ouch_encode_outbound(msg, block + WIRE_EXEC_HDR_LEN,
-				       sizeof(block) - WIRE_EXEC_HDR_LEN);
+	/* shared with lockstep-replay rebuild, which counts exec blocks alike */
+	int len = matcher_exec_encode(block, m->cur_tape_seq, user, msg);
 	uint8_t *slot;
 
 	if (len < 0) {
 		log_err("cannot encode an outbound %c message: %s", msg->type, ouch_strerror(len));
 		return;
 	}
-	wire_exec_header(block, m->cur_tape_seq, user);
-	len += WIRE_EXEC_HDR_LEN;
 	slot = m->ring + (m->exec_next % m->cfg->ring) * EXEC_SLOT;
 	slot[0] = (uint8_t)(len >> 8);
 	slot[1] = (uint8_t)len;
@@ -249,136 +248,14 @@ static void on_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 
 /* --- snapshots (layout in matcher.h) -------------------------------------- */
 
-#define SNAP_MAGIC "LSSNAP\0\1"
-#define SNAP_HDR_LEN 64
-#define SNAP_BUF (1 << 20)
-
-struct snap_hdr {
-	char magic[8];
-	uint32_t version, partition;
-	uint64_t seq, exec_next, term, commit, hash, body_len;
-};
-
-struct snap_io {
-	int fd;
-	uint32_t crc;
-	uint64_t n; /* body bytes so far */
-	uint64_t left; /* reading: body bytes left */
-	size_t len, off;
-	uint8_t *buf;
-};
-
-static int snap_flush(struct snap_io *io)
-{
-	size_t done = 0;
-
-	while (done < io->len) {
-		ssize_t w = write(io->fd, io->buf + done, io->len - done);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		done += (size_t)w;
-	}
-	io->len = 0;
-	return 0;
-}
-
-static int snap_put(void *ctx, const void *p, size_t len)
-{
-	struct snap_io *io = ctx;
-	int r;
-
-	io->crc = crc32c(io->crc, p, len);
-	io->n += len;
-	while (len) {
-		size_t k = SNAP_BUF - io->len < len ? SNAP_BUF - io->len : len;
-
-		memcpy(io->buf + io->len, p, k);
-		io->len += k;
-		p = (const uint8_t *)p + k;
-		len -= k;
-		if (io->len == SNAP_BUF && (r = snap_flush(io)) < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* Runs in the forked child: writes the state as it was at the fork. */
 static int snapshot_write_file(struct matcher *m, uint64_t seq)
 {
-	char tmp[350], path[340];
-	struct snap_hdr h;
-	struct snap_io io = { .fd = -1 };
-	uint8_t hdr[SNAP_HDR_LEN] = { 0 };
-	int r, dfd;
+	struct matcher_snap_hdr h = { .partition = (uint32_t)m->cfg->partition, .seq = seq,
+				      .exec_next = m->exec_next, .term = m->term,
+				      .commit = m->commit };
 
-	snprintf(path, sizeof(path), "%s/snap-%020llu.lss", m->snap_dir, (unsigned long long)seq);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	io.buf = malloc(SNAP_BUF);
-	if (!io.buf)
-		return -ENOMEM;
-	io.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (io.fd < 0) {
-		r = -errno;
-		goto out_free;
-	}
-	/* the header goes last (body_len is known then); reserve its room */
-	if (lseek(io.fd, SNAP_HDR_LEN, SEEK_SET) < 0) {
-		r = -errno;
-		goto out_close;
-	}
-	if ((r = engine_snapshot_write(m->engine, snap_put, &io)) < 0 || (r = snap_flush(&io)) < 0)
-		goto out_close;
-	memset(&h, 0, sizeof(h));
-	memcpy(h.magic, SNAP_MAGIC, 8);
-	h.version = MATCHER_SNAP_VERSION;
-	h.partition = (uint32_t)m->cfg->partition;
-	h.seq = seq;
-	h.exec_next = m->exec_next;
-	h.term = m->term;
-	h.commit = m->commit;
-	h.hash = engine_hash(m->engine);
-	h.body_len = io.n;
-	memcpy(hdr, &h, sizeof(h));
-	/* the body is written before the header, so the trailer holds two
-	 * CRC32Cs: u32 crc32c(header), u32 crc32c(body) */
-	{
-		uint32_t crcs[2] = { crc32c(0, hdr, sizeof(hdr)), io.crc };
-
-		if (pwrite(io.fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
-		    pwrite(io.fd, crcs, sizeof(crcs), (off_t)(SNAP_HDR_LEN + io.n)) !=
-			    (ssize_t)sizeof(crcs)) {
-			r = -EIO;
-			goto out_close;
-		}
-	}
-	if (fsync(io.fd) < 0) {
-		r = -errno;
-		goto out_close;
-	}
-	close(io.fd);
-	io.fd = -1;
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		goto out_unlink;
-	}
-	dfd = open(m->snap_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	free(io.buf);
-	return 0;
-
-out_close:
-	close(io.fd);
-out_unlink:
-	unlink(tmp);
-out_free:
-	free(io.buf);
-	return r;
+	return matcher_snapshot_write(m->snap_dir, &h, m->engine);
 }
 
 static int snap_name_seq(const char *name, uint64_t *seq)
@@ -507,110 +384,12 @@ static void snapshot_reap(struct matcher *m)
 		m->snap_pid = 0;
 }
 
-static int snap_get(void *ctx, void *p, size_t len)
-{
-	struct snap_io *io = ctx;
-
-	if (len > io->left)
-		return -EBADMSG;
-	while (len) {
-		size_t k;
-
-		if (io->off == io->len) {
-			size_t want = io->left < SNAP_BUF ? (size_t)io->left : SNAP_BUF;
-			ssize_t got = read(io->fd, io->buf, want);
-
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				return got < 0 ? -errno : -EBADMSG;
-			io->len = (size_t)got;
-			io->off = 0;
-		}
-		k = io->len - io->off < len ? io->len - io->off : len;
-		memcpy(p, io->buf + io->off, k);
-		io->crc = crc32c(io->crc, io->buf + io->off, k);
-		io->off += k;
-		p = (uint8_t *)p + k;
-		len -= k;
-		io->left -= k;
-	}
-	return 0;
-}
-
 /* Loads one snapshot file into a fresh engine: 0, or a negative errno with
  * why in `why`. */
-static int snapshot_load_file(struct matcher *m, const char *path, struct snap_hdr *h,
+static int snapshot_load_file(struct matcher *m, const char *path, struct matcher_snap_hdr *h,
 			      const char **why)
 {
-	uint8_t hdr[SNAP_HDR_LEN];
-	uint32_t crcs[2];
-	struct snap_io io = { .fd = -1 };
-	struct stat sb;
-	int r;
-
-	io.fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (io.fd < 0) {
-		*why = "cannot open";
-		return -errno;
-	}
-	r = -EBADMSG;
-	*why = "short or damaged header";
-	if (fstat(io.fd, &sb) < 0 || read(io.fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr))
-		goto out_close;
-	memcpy(h, hdr, sizeof(*h));
-	if (memcmp(h->magic, SNAP_MAGIC, 8) != 0)
-		goto out_close;
-	*why = "another format version";
-	if (h->version != MATCHER_SNAP_VERSION)
-		goto out_close;
-	*why = "another partition's";
-	if (h->partition != m->cfg->partition)
-		goto out_close;
-	*why = "truncated or of the wrong length";
-	if ((uint64_t)sb.st_size != SNAP_HDR_LEN + h->body_len + sizeof(crcs) ||
-	    pread(io.fd, crcs, sizeof(crcs), (off_t)(SNAP_HDR_LEN + h->body_len)) !=
-		    (ssize_t)sizeof(crcs))
-		goto out_close;
-	*why = "header CRC mismatch";
-	if (crc32c(0, hdr, sizeof(hdr)) != crcs[0])
-		goto out_close;
-	/* the body's CRC first, in one pass, so that nothing damaged is parsed */
-	io.buf = malloc(SNAP_BUF);
-	if (!io.buf) {
-		r = -ENOMEM;
-		*why = "out of memory";
-		goto out_close;
-	}
-	io.left = h->body_len;
-	while (io.left) {
-		uint8_t scratch[4096];
-		size_t k = io.left < sizeof(scratch) ? (size_t)io.left : sizeof(scratch);
-
-		if ((r = snap_get(&io, scratch, k)) < 0)
-			break;
-	}
-	*why = "body CRC mismatch";
-	if (r < 0 || io.crc != crcs[1]) {
-		r = -EBADMSG;
-		goto out_close;
-	}
-	lseek(io.fd, SNAP_HDR_LEN, SEEK_SET);
-	io.left = h->body_len;
-	io.len = io.off = 0;
-	io.crc = 0;
-	*why = "content does not load (another symbol list or limits?)";
-	if ((r = engine_snapshot_read(m->engine, snap_get, &io)) < 0)
-		goto out_close;
-	*why = "loaded state's hash differs from the header's";
-	r = -EBADMSG;
-	if (io.left != 0 || engine_hash(m->engine) != h->hash)
-		goto out_close;
-	r = 0;
-out_close:
-	free(io.buf);
-	close(io.fd);
-	return r;
+	return matcher_snapshot_load(path, (uint32_t)m->cfg->partition, m->engine, h, why);
 }
 
 /* At start-up: the newest valid snapshot, else none (replay from seq 1). */
@@ -626,7 +405,7 @@ static int snapshot_load(struct matcher *m, const struct engine_config *ec)
 	n = snap_list(m->snap_dir, seqs, 1024);
 	for (size_t i = 0; i < n; i++) {
 		char path[340];
-		struct snap_hdr h;
+		struct matcher_snap_hdr h;
 		const char *why = "";
 		int r;
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -25,6 +26,7 @@
 #include "matcher.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "snapshot.h"
 #include "tape.h"
 #include "wire.h"
 
@@ -71,18 +73,21 @@ static void usage(FILE *f)
 	      "      it goes on heartbeating and serving retransmissions for --linger\n"
 	      "      seconds (10; -1: until SIGINT/SIGTERM), then ends the session.\n"
 	      "  rebuild DIR [--to SEQ] [--config MATCHER.CONF] [--set matcher.KEY=VALUE]\n"
-	      "          [--every N] [--json]\n"
+	      "          [--every N] [--json] [--snapshot OUT]\n"
 	      "      Runs the matcher's engine offline over the tape (up to SEQ) and prints\n"
 	      "      the state hash, equal bit for bit to a live replica's at that seq when\n"
 	      "      the [matcher] config (partition, symbols, max_shares, capacities) is\n"
 	      "      the replica's; without --config, the matcher's defaults. --every N\n"
-	      "      prints the hash at every N-th seq too. (--snapshot OUT is not\n"
-	      "      available yet: snapshots come with their own issue.)\n"
+	      "      prints the hash at every N-th seq too. --snapshot OUT writes that\n"
+	      "      state as a matcher snapshot (the matcher's format, exec stream seq\n"
+	      "      included): into OUT/snap-<seq>.lss when OUT is a directory (a\n"
+	      "      matcher's <state_dir>/snapshots: it starts from it), else to OUT.\n"
 	      "  diff    DIR_A DIR_B\n"
 	      "      Compares two tapes record by record from the later first seq and\n"
 	      "      tells where they part. Exit 0 when identical, 1 when not.\n"
 	      "\n"
-	      "On a terminal, long runs show a progress line on stderr.\n"
+	      "No per-record index is kept (send excepted): memory does not grow with\n"
+	      "the journal. On a terminal, long runs show a progress line on stderr.\n"
 	      "Exit status: 0 success, 1 a check failed (bad record, tapes differ),\n"
 	      "2 usage error or the journal cannot be read.\n",
 	      f);
@@ -125,11 +130,14 @@ struct tape {
 	uint64_t first, last; /* the good records; 0, 0 when none */
 };
 
-/* Opens `dir` read-only. A bad record is a warning here (only verify fails
- * on it): the records before it are used. Returns 0 or 2 (message printed). */
-static int tape_open(struct tape *t, const char *dir, int warn_bad)
+/* Opens `dir` read-only (with the per-record index when `index`). A bad
+ * record is a warning here (only verify fails on it): the records before it
+ * are used. Returns 0 or 2 (message printed). */
+static int tape_open(struct tape *t, const char *dir, int warn_bad, int index)
 {
-	struct journal_options o = { .read_only = 1 };
+	/* Without the per-record index memory stays flat however long the
+	 * journal; only send, which serves retransmissions by seq, wants it. */
+	struct journal_options o = { .read_only = 1, .no_index = !index };
 	int r;
 
 	memset(t, 0, sizeof(*t));
@@ -585,7 +593,7 @@ static int cmd_verify(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return fail_usage("verify: one journal directory");
-	rc = tape_open(&t, argv[optind], 0);
+	rc = tape_open(&t, argv[optind], 0, 0);
 	if (rc) {
 		if (t.rep.bad_reason) /* a bad segment header: still name it */
 			return verify_journal_report(&t);
@@ -779,7 +787,7 @@ static int cmd_dump(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return fail_usage("dump: one journal directory");
-	if ((rc = tape_open(&t, argv[optind], 1)) != 0)
+	if ((rc = tape_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
 	if (tape_range(&t, &from, &to)) {
 		tape_close(&t);
@@ -1067,7 +1075,7 @@ static int cmd_pcap(int argc, char **argv)
 		out.src.sin_port = out.dst.sin_port;
 	if (mold_session_set(&pk.session, session) < 0)
 		return fail_usage("--tape-session %s: up to 10 printable characters", session);
-	if ((rc = tape_open(&t, argv[optind], 1)) != 0)
+	if ((rc = tape_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
 	if (tape_range(&t, &from, &to)) {
 		tape_close(&t);
@@ -1502,7 +1510,7 @@ static int cmd_send(int argc, char **argv)
 		return fail_usage("--group %s: want ADDR:PORT", group);
 	if (mold_session_set(&s.pk.session, session) < 0)
 		return fail_usage("--tape-session %s: up to 10 printable characters", session);
-	if ((rc = tape_open(&t, argv[optind], 1)) != 0)
+	if ((rc = tape_open(&t, argv[optind], 1, 1)) != 0)
 		return rc;
 	s.t = &t;
 	rc = 2;
@@ -1596,8 +1604,61 @@ static int load_matcher_config(struct matcher_config *mc, const char *path,
 
 struct rebuild_result {
 	uint64_t seq, hash, events, applied, other_partition, skipped, highest_commit;
+	uint64_t highest_term, exec_blocks;
 	double open_s, apply_s;
 };
+
+/* The engine's output, counted as the matcher's on_emit counts exec blocks
+ * (the same encoding, matcher/snapshot.h): a snapshot's exec_next is 1 +
+ * this count. */
+static void rebuild_emit(void *ctx, const char *user, const struct ouch_msg *msg)
+{
+	struct rebuild_result *x = ctx;
+	uint8_t block[MATCHER_EXEC_SLOT - 2];
+
+	if (matcher_exec_encode(block, x->seq, user, msg) >= 0)
+		x->exec_blocks++;
+}
+
+/* Writes the rebuilt state as the matcher's snapshot of tape seq x->seq:
+ * into OUT/snap-<seq>.lss when OUT is a directory (a matcher's
+ * <state_dir>/snapshots), else to the file OUT. Returns 0 or 2. */
+static int rebuild_snapshot(const char *out, const struct rebuild_result *x,
+			    const struct matcher_config *mc, const struct engine *eng)
+{
+	struct matcher_snap_hdr h = { .partition = (uint32_t)mc->partition, .seq = x->seq,
+				      .exec_next = 1 + x->exec_blocks, .term = x->highest_term,
+				      .commit = x->highest_commit };
+	char dir[4096], path[4096];
+	struct stat st;
+	const char *slash;
+	int is_dir = stat(out, &st) == 0 && S_ISDIR(st.st_mode), r;
+
+	if (is_dir)
+		snprintf(dir, sizeof(dir), "%s", out);
+	else if ((slash = strrchr(out, '/')) != NULL)
+		snprintf(dir, sizeof(dir), "%.*s", slash > out ? (int)(slash - out) : 1, out);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if ((r = matcher_snapshot_write(dir, &h, eng)) < 0) {
+		fprintf(stderr, PROG ": --snapshot %s: %s\n", out, strerror(-r));
+		return 2;
+	}
+	matcher_snapshot_path(path, sizeof(path), dir, x->seq);
+	if (!is_dir && strcmp(path, out) != 0) {
+		if (rename(path, out) < 0) {
+			fprintf(stderr, PROG ": --snapshot: rename %s to %s: %s\n", path, out,
+				strerror(errno));
+			unlink(path);
+			return 2;
+		}
+		snprintf(path, sizeof(path), "%s", out);
+	}
+	fprintf(stderr, PROG ": snapshot of tape seq %llu (exec seq %llu, hash %016llx) written to %s\n",
+		(unsigned long long)h.seq, (unsigned long long)h.exec_next,
+		(unsigned long long)h.hash, path);
+	return 0;
+}
 
 static void print_rebuild(const struct rebuild_result *x, const struct engine_stats *es, int json)
 {
@@ -1611,7 +1672,7 @@ static void print_rebuild(const struct rebuild_result *x, const struct engine_st
 		       "\"orders_open\":%llu,\"accepted\":%llu,\"rejects\":%llu,\"canceled\":%llu,"
 		       "\"matches\":%llu,\"shares_matched\":%llu,\"open_seconds\":%.6f,"
 		       "\"apply_seconds\":%.6f,\"events_per_second\":%.0f,"
-		       "\"apply_events_per_second\":%.0f}\n",
+		       "\"apply_events_per_second\":%.0f,\"exec_next\":%llu}\n",
 		       (unsigned long long)x->seq, (unsigned long long)x->hash,
 		       (unsigned long long)x->events, (unsigned long long)x->applied,
 		       (unsigned long long)x->other_partition, (unsigned long long)x->skipped,
@@ -1619,7 +1680,7 @@ static void print_rebuild(const struct rebuild_result *x, const struct engine_st
 		       (unsigned long long)es->accepted, (unsigned long long)es->rejects,
 		       (unsigned long long)es->canceled, (unsigned long long)es->matches,
 		       (unsigned long long)es->shares_matched, x->open_s, x->apply_s, rate,
-		       apply_rate);
+		       apply_rate, (unsigned long long)(1 + x->exec_blocks));
 		return;
 	}
 	printf("seq %llu hash %016llx\n", (unsigned long long)x->seq, (unsigned long long)x->hash);
@@ -1633,6 +1694,9 @@ static void print_rebuild(const struct rebuild_result *x, const struct engine_st
 	       (unsigned long long)es->orders_open, (unsigned long long)es->accepted,
 	       (unsigned long long)es->rejects, (unsigned long long)es->canceled,
 	       (unsigned long long)es->matches, (unsigned long long)es->shares_matched);
+	printf("exec: %llu blocks (the next exec seq: %llu), highest term %llu\n",
+	       (unsigned long long)x->exec_blocks, (unsigned long long)(1 + x->exec_blocks),
+	       (unsigned long long)x->highest_term);
 	printf("time: %.3f s opening the journal (CRC scan), %.3f s applying: %.0f events/s "
 	       "overall, %.0f events/s applying\n",
 	       x->open_s, x->apply_s, rate, apply_rate);
@@ -1647,7 +1711,7 @@ static int cmd_rebuild(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	static struct matcher_config mc;
-	const char *overrides[MAX_OVERRIDES], *config = NULL;
+	const char *overrides[MAX_OVERRIDES], *config = NULL, *snapshot = NULL;
 	const char *symbols[CONVERT_MAX_SYMBOLS];
 	char symbol_store[sizeof(mc.symbols)];
 	struct rebuild_result x = { 0 };
@@ -1682,10 +1746,7 @@ static int cmd_rebuild(int argc, char **argv)
 				return fail_usage("--every: a number of events");
 			break;
 		case 'j': json = 1; break;
-		case 'S':
-			fprintf(stderr, PROG ": rebuild --snapshot: not available yet (snapshots "
-					"are not implemented)\n");
-			return 2;
+		case 'S': snapshot = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: return 2;
 		}
@@ -1700,7 +1761,7 @@ static int cmd_rebuild(int argc, char **argv)
 		return 2;
 	}
 	t0 = mono_ns();
-	if ((rc = tape_open(&t, argv[optind], 1)) != 0)
+	if ((rc = tape_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
 	x.open_s = (double)(mono_ns() - t0) / 1e9;
 	rc = 1;
@@ -1731,9 +1792,12 @@ static int cmd_rebuild(int argc, char **argv)
 
 		r = 0;
 		x.events++;
+		x.seq = seq; /* for rebuild_emit */
 		if (tape_event_peek(data, len, &v) < 0 || v.seq != seq) {
 			x.skipped++;
 		} else {
+			if (v.term > x.highest_term)
+				x.highest_term = v.term;
 			if (v.commit > x.highest_commit)
 				x.highest_commit = v.commit;
 			switch (convert_event(&v, mc.partition, &arena, &cmd)) {
@@ -1742,13 +1806,13 @@ static int cmd_rebuild(int argc, char **argv)
 				break;
 			case CONVERT_OTHER_PARTITION:
 				x.other_partition++;
-				engine_advance_time(eng, v.timestamp, NULL, NULL);
+				engine_advance_time(eng, v.timestamp, rebuild_emit, &x);
 				break;
 			case CONVERT_TIME:
-				engine_advance_time(eng, v.timestamp, NULL, NULL);
+				engine_advance_time(eng, v.timestamp, rebuild_emit, &x);
 				break;
 			case CONVERT_APPLY:
-				engine_apply(eng, seq, v.timestamp, &cmd, NULL, NULL);
+				engine_apply(eng, seq, v.timestamp, &cmd, rebuild_emit, &x);
 				x.applied++;
 				break;
 			}
@@ -1779,6 +1843,13 @@ static int cmd_rebuild(int argc, char **argv)
 		rc = 1;
 	} else {
 		rc = 0;
+		if (snapshot && x.seq > x.highest_commit)
+			fprintf(stderr,
+				PROG ": warning: seq %llu is past the highest commit the tape "
+				"carries (%llu): a matcher would not have applied it yet\n",
+				(unsigned long long)x.seq, (unsigned long long)x.highest_commit);
+		if (snapshot)
+			rc = rebuild_snapshot(snapshot, &x, &mc, eng);
 	}
 out_engine:
 	engine_destroy(eng);
@@ -1841,9 +1912,9 @@ static int cmd_diff(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		return fail_usage("diff: two journal directories");
-	if ((rc = tape_open(&a, argv[optind], 1)) != 0)
+	if ((rc = tape_open(&a, argv[optind], 1, 0)) != 0)
 		return rc;
-	if ((rc = tape_open(&b, argv[optind + 1], 1)) != 0) {
+	if ((rc = tape_open(&b, argv[optind + 1], 1, 0)) != 0) {
 		tape_close(&a);
 		return rc;
 	}

@@ -3,8 +3,9 @@
 # names the first bad record of a copy with a flipped byte, a removed segment
 # or a duplicated record; dump shows every order of the run; tshark reads the
 # pcap export (when tshark is installed); rebuild reaches the live matchers'
-# hash; a fresh matcher fed by `send` reaches it too; diff finds where tapes
-# part.
+# hash; a fresh matcher fed by `send` reaches it too, and so does one that
+# starts from a snapshot written by rebuild --snapshot (whose snapshots at the
+# end are byte for byte the live matchers'); diff finds where tapes part.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 REPLAY=$top_builddir/lockstep-replay
 ORDERS=2500 # per bench session, two sessions
@@ -175,6 +176,47 @@ for i in $(seq 1 300); do
 done
 rm_hash=$("$CTL" --socket "$T/rm/rm.ctl" status --json | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["seq"], d["hash"])')
 [ "$rm_hash" = "$last $end_hash" ] || fail "matcher fed by send: seq/hash $rm_hash, rebuild: $last $end_hash"
+# rebuild --snapshot: a snapshot of the state at mid-tape, written into a
+# fresh matcher's state dir as the matcher names it; that matcher loads it,
+# catches up from the next seq by retransmission from the same `send` and
+# reaches the same hash, reporting the snapshot's seq.
+mid=$((last / 2))
+mkdir -p "$T/sm/snapshots"
+"$REPLAY" rebuild "$J" --to $mid --config "$T/rm.conf" --snapshot "$T/sm/snapshots" \
+	>"$T/rebuild-snap.out" 2>&1 || fail "rebuild --snapshot: $(cat "$T/rebuild-snap.out")"
+snap=$T/sm/snapshots/snap-$(printf %020d $mid).lss
+[ -s "$snap" ] || fail "rebuild --snapshot wrote no $snap: $(ls "$T/sm/snapshots")"
+sed -e "s|^name = rm|name = sm|" -e "s|^state_dir = .*|state_dir = $T/sm|" \
+	-e "s|^exec_group = .*|exec_group = 239.255.0.10:$((P + 154))|" \
+	-e "s|^exec_retrans = .*|exec_retrans = 127.0.0.1:$((P + 155))|" "$T/rm.conf" >"$T/sm.conf"
+"$top_builddir/lockstep-matcher" --config "$T/sm.conf" >"$T/sm.log" 2>&1 &
+sm_pid=$!
+extra_pids+=($sm_pid)
+sm_status() { "$CTL" --socket "$T/sm/sm.ctl" status --json 2>/dev/null |
+	python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["seq"], d["hash"], d["snapshot_seq"])' 2>/dev/null; }
+for i in $(seq 1 300); do
+	[ "$(sm_status | cut -d' ' -f1)" = "$last" ] && break
+	sleep 0.1
+done
+[ "$(sm_status)" = "$last $end_hash $mid" ] ||
+	fail "matcher from the rebuilt snapshot: seq/hash/snapshot_seq $(sm_status), want $last $end_hash $mid; $(tail -5 "$T/sm.log")"
+grep -q "loaded snapshot $snap" "$T/sm.log" || fail "sm did not load $snap: $(tail -5 "$T/sm.log")"
+
+# The exec stream position too: a snapshot rebuilt at the end is byte for
+# byte the one the matcher fed from seq 1 (rm) writes at that seq, and the one
+# the matcher started from the rebuilt snapshot (sm) writes.
+mkdir -p "$T/full"
+"$REPLAY" rebuild "$J" --config "$T/rm.conf" --snapshot "$T/full/end.lss" >/dev/null 2>&1 ||
+	fail "rebuild --snapshot FILE"
+for n in rm sm; do
+	"$CTL" --socket "$T/$n/$n.ctl" snapshot >/dev/null || fail "$n: lockstepctl snapshot"
+	f=$T/$n/snapshots/snap-$(printf %020d "$last").lss
+	for i in $(seq 1 100); do [ -s "$f" ] && break; sleep 0.1; done
+	cmp "$f" "$T/full/end.lss" >/dev/null || fail "$n's snapshot at seq $last differs from the rebuilt one: $(cmp "$f" "$T/full/end.lss")"
+done
+kill -TERM $sm_pid
+wait $sm_pid || fail "sm exited $?: $(tail -5 "$T/sm.log")"
+
 kill -TERM $send_pid
 wait $send_pid || fail "send exited $?: $(cat "$T/send.out")"
 grep -q "^lockstep-replay: $last events in " "$T/send.out" || fail "send: $(cat "$T/send.out")"
@@ -185,4 +227,4 @@ rc=0; "$REPLAY" diff "$J" "$T/gap" >"$T/diff.out" 2>/dev/null || rc=$?
 [ $rc -eq 1 ] && grep -q "^equal through seq $((gap_seq - 1)) " "$T/diff.out" ||
 	fail "diff against a cut copy: exit $rc, $(cat "$T/diff.out")"
 
-echo "ok: $last events in $nseg segments; live, rebuilt and replayed hashes agree ($live_hash at seq $live_seq)"
+echo "ok: $last events in $nseg segments; live, rebuilt and replayed hashes agree ($live_hash at seq $live_seq); a matcher from a rebuilt snapshot at seq $mid agrees"

@@ -783,6 +783,47 @@ START_TEST(iter_from_first_middle_last)
 }
 END_TEST
 
+/* no_index: the same records through the iterator (from anywhere) and
+ * journal_read's fallback walk, the same report; refused read-write. */
+START_TEST(no_index_iterates_the_same)
+{
+	struct journal_options o = { .read_only = 1, .no_index = 1 };
+	struct journal_options rw = { .no_index = 1 };
+	struct journal_report a, b;
+	struct journal *j = jopen(700, 0, NULL), *k = NULL;
+	uint64_t segs[512];
+	size_t n;
+
+	append_range(j, 1, 300);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	ck_assert_uint_gt(n, 5);
+	j = jopen(700, 1, &a);
+	k = jopen_opt(&o, &b);
+	ck_assert_uint_eq(b.records, a.records);
+	ck_assert_uint_eq(b.first_seq, 1);
+	ck_assert_uint_eq(b.last_seq, 300);
+	ck_assert_uint_eq(journal_last_seq(k), 300);
+	ck_assert_uint_eq(journal_segments(k), journal_segments(j));
+	ck_assert_uint_eq(journal_bytes(k), journal_bytes(j));
+	verify_iter(k, 0, 1, 300);
+	verify_iter(k, 150, 150, 300);
+	verify_iter(k, 300, 300, 300);
+	for (size_t i = 1; i < n; i++) {
+		verify_iter(k, segs[i], segs[i], 300);
+		verify_iter(k, segs[i] - 1, segs[i] - 1, 300);
+	}
+	verify_range(k, 1, 300);
+	for (uint64_t s = 1; s <= 300; s++)
+		ck_assert_uint_eq(journal_term_at(k, s), term_of(s));
+	journal_close(k);
+	journal_close(j);
+	k = NULL;
+	ck_assert_int_eq(journal_open(&k, jdir, &rw, NULL), -EINVAL);
+	ck_assert_ptr_null(k);
+}
+END_TEST
+
 START_TEST(iter_on_empty_and_stale)
 {
 	uint64_t seq, term;
@@ -1590,6 +1631,7 @@ int main(void)
 	tcase_add_test(io, corruption_after_open_is_eio);
 	tcase_add_test(io, iter_from_first_middle_last);
 	tcase_add_test(io, iter_on_empty_and_stale);
+	tcase_add_test(io, no_index_iterates_the_same);
 	tcase_add_test(io, torn_tail_every_offset);
 	tcase_add_test(io, torn_tail_of_last_segment);
 	tcase_add_loop_test(io, flipped_byte_is_cut, 0, (int)(sizeof(flips) / sizeof(flips[0])));
