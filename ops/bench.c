@@ -177,7 +177,7 @@ struct bsession {
 	int fd;
 	unsigned gw;
 	char user[SOUP_USERNAME_LEN + 1], pass[SOUP_PASSWORD_LEN + 1];
-	char prefix[8]; /* token prefix: run (4) + session (2) */
+	char prefix[9]; /* token prefix: run (6) + session (2) */
 	struct soup_parser parser;
 	uint8_t rx[1 << 17];
 	uint8_t tx[TXBUF];
@@ -212,13 +212,14 @@ static const char *const h_labels[H_N] = {
 static struct hist H[H_N];
 static uint64_t measure_start;
 
-/* prefix (6) + the index in 8 hex digits: 14 characters, NUL-terminated */
+/* prefix (8) + the index in 6 hex digits: 14 characters, NUL-terminated */
+#define TOKEN_INDEX_MAX 0xFFFFFFu
 static void token_of(const struct bsession *s, uint32_t i, char *tok)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
-	memcpy(tok, s->prefix, 6);
-	for (int k = 13; k >= 6; k--, i >>= 4)
+	memcpy(tok, s->prefix, 8);
+	for (int k = 13; k >= 8; k--, i >>= 4)
 		tok[k] = hex[i & 15];
 	tok[OUCH_TOKEN_LEN] = '\0';
 }
@@ -228,9 +229,9 @@ static int64_t index_of(const struct bsession *s, const char *tok)
 {
 	uint32_t v = 0;
 
-	if (memcmp(tok, s->prefix, 6) != 0)
+	if (memcmp(tok, s->prefix, 8) != 0)
 		return -1;
-	for (int k = 6; k < 14; k++) {
+	for (int k = 8; k < 14; k++) {
 		char c = tok[k];
 
 		v <<= 4;
@@ -1308,8 +1309,14 @@ static int load_main(void)
 		cap = (uint64_t)(opt.rate * (opt.warmup + opt.duration) / n_sessions) + 16;
 	else
 		cap = (uint64_t)(3e6 * (opt.warmup + opt.duration) / n_sessions) + 1024;
-	if (cap > 0xfffffff0ull)
-		cap = 0xfffffff0ull;
+	if (cap > TOKEN_INDEX_MAX + 1) {
+		/* a token holds 6 hex digits of index per session */
+		if (opt.orders) {
+			fprintf(stderr, PROG ": at most %u orders per session\n", TOKEN_INDEX_MAX + 1);
+			return 2;
+		}
+		cap = TOKEN_INDEX_MAX + 1;
+	}
 	if (opt.orders)
 		total = opt.orders * n_sessions;
 	else if (!closed_loop)
@@ -1328,9 +1335,10 @@ static int load_main(void)
 			return 1;
 		match_mask = mc - 1;
 	}
-	/* Tokens are day-unique per login: the run is the second of the day
-	 * (base 36, 4 characters), then the session (2). */
-	unsigned run = (unsigned)(wall_ns() / 1000000000ull % 86400ull);
+	/* Tokens are day-unique per login: the run is the millisecond of the
+	 * day (base 36, 6 characters; two runs start at least a login apart),
+	 * then the session (2), then the index (6 hex digits). */
+	uint64_t run = wall_ns() / 1000000ull % 86400000ull;
 	static const char b36[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 	for (unsigned i = 0; i < n_sessions; i++) {
 		struct bsession *s = &S[i];
@@ -1343,12 +1351,11 @@ static int load_main(void)
 		}
 		snprintf(s->user, sizeof(s->user), "%.*s", (int)(colon - lg[i % n_lg]), lg[i % n_lg]);
 		snprintf(s->pass, sizeof(s->pass), "%s", colon + 1);
-		s->prefix[0] = b36[run / 46656 % 36];
-		s->prefix[1] = b36[run / 1296 % 36];
-		s->prefix[2] = b36[run / 36 % 36];
-		s->prefix[3] = b36[run % 36];
-		s->prefix[4] = b36[i / 36 % 36];
-		s->prefix[5] = b36[i % 36];
+		for (int k = 5; k >= 0; k--)
+			s->prefix[5 - k] = b36[run / ((uint64_t[]){ 1, 36, 1296, 46656, 1679616,
+								      60466176 })[k] % 36];
+		s->prefix[6] = b36[i / 36 % 36];
+		s->prefix[7] = b36[i % 36];
 		s->cap_tok = (uint32_t)cap;
 		s->tok = calloc(cap, sizeof(*s->tok));
 		s->live = calloc(cap, sizeof(*s->live));
