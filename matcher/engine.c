@@ -513,17 +513,12 @@ static void order_release(struct engine *e, uint32_t oi)
 	e->orders_open--;
 }
 
-/* Puts the order at the back of its price level; -1 when there is no room. */
-static int book_insert(struct engine *e, uint32_t oi)
+/* Links order oi at the back of queue q of level li. */
+static void level_append(struct engine *e, uint32_t li, int q, uint32_t oi)
 {
+	struct level *l = &e->levels[li];
 	struct order *o = &e->orders[oi];
-	int side = book_side(o->side), q = queue_of(o->display);
-	uint32_t li = level_get(e, o->sym, side, o->price);
-	struct level *l;
 
-	if (li == NONE)
-		return -1;
-	l = &e->levels[li];
 	o->level = li;
 	o->next = NONE;
 	o->prev = l->tail[q];
@@ -532,6 +527,18 @@ static int book_insert(struct engine *e, uint32_t oi)
 	else
 		l->head[q] = oi;
 	l->tail[q] = oi;
+}
+
+/* Puts the order at the back of its price level; -1 when there is no room. */
+static int book_insert(struct engine *e, uint32_t oi)
+{
+	struct order *o = &e->orders[oi];
+	int side = book_side(o->side), q = queue_of(o->display);
+	uint32_t li = level_get(e, o->sym, side, o->price);
+
+	if (li == NONE)
+		return -1;
+	level_append(e, li, q, oi);
 	o->prio = e->next_prio++;
 	o->hash = order_hash(e, o);
 	e->book_hash ^= o->hash;
@@ -1564,7 +1571,6 @@ static int snap_read_order(struct engine *e, const struct snap_order *so, uint32
 {
 	uint32_t oi = e->order_free, li, slot;
 	struct order *o;
-	struct level *l;
 	uint64_t th;
 	int found, q, side;
 
@@ -1600,15 +1606,7 @@ static int snap_read_order(struct engine *e, const struct snap_order *so, uint32
 	o->cross_type = so->cross_type;
 	memcpy(o->ofirm, so->ofirm, OUCH_FIRM_LEN);
 	e->tokens[slot].order = oi;
-	l = &e->levels[li];
-	o->level = li;
-	o->next = NONE;
-	o->prev = l->tail[q];
-	if (l->tail[q] != NONE)
-		e->orders[l->tail[q]].next = oi;
-	else
-		l->head[q] = oi;
-	l->tail[q] = oi;
+	level_append(e, li, q, oi);
 	o->hash = order_hash(e, o);
 	e->book_hash ^= o->hash;
 	if (o->expire_ns != NO_EXPIRY)
