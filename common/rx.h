@@ -52,7 +52,7 @@
 
 #include "moldudp64.h"
 
-#define RX_MAX_SERVERS 8
+#define RX_MAX_SERVERS 9 /* a sequencer group of 9, or 9 matcher replicas */
 #define RX_MAX_GAPS 64 /* missing ranges scheduled apart; more are merged */
 #define RX_NEVER UINT64_MAX
 

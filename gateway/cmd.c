@@ -6,7 +6,15 @@
  * sequences a gateway's commands strictly in order, so an event of ours with
  * origin_seq n, once committed, acknowledges every command up to n. Commands
  * not acknowledged within resend_timeout are resent in order under their
- * original numbers (the sequencer drops duplicates). */
+ * original numbers (the sequencer drops duplicates).
+ *
+ * The sequencer is a group whose primary changes with elections, and the
+ * gateway is not told which node it is: every datagram of the command
+ * stream (data, resends and heartbeats) goes to every node listed in
+ * [gateway] sequencer, the copies side by side in the same sendmmsg batch
+ * (d1 to each node, then d2 to each node...), so that the primary, whichever
+ * it is, waits for at most n_seq - 1 copies ahead of each datagram. The
+ * standbys drop the commands and remember where they came from. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "addrlist.h"
 #include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
@@ -28,15 +37,83 @@ static int unacked(const struct gw *g)
 
 /* ---- building datagrams -------------------------------------------------- */
 
+/* The datagram in slot cmd_slot is complete, len bytes. One for every
+ * sequencer (cmd_fan) is copied into the next n_seq - 1 slots, each with its
+ * node's address: a copy of at most max_datagram bytes costs far less than
+ * the send, and the slots keep owning their bytes as net_batch wants. */
+static void cmd_end(struct gw *g, size_t len)
+{
+	unsigned s = g->cmd_slot;
+
+	g->cmd_out.lens[s] = len;
+	if (g->cmd_fan) {
+		const uint8_t *src = net_batch_slot(&g->cmd_out, s);
+
+		for (unsigned k = 1; k < g->n_seq; k++) {
+			memcpy(net_batch_slot(&g->cmd_out, s + k), src, len);
+			g->cmd_out.lens[s + k] = len;
+			g->cmd_out.addrs[s + k] = g->seq_addrs[k];
+		}
+		g->cmd_slot += g->n_seq;
+	} else {
+		g->cmd_slot++;
+	}
+	g->cmd_building = 0;
+	g->st.cmd_packets++; /* datagrams of the stream, not copies */
+}
+
+/* Sends slots [0, cmd_slot): one sendmmsg when all goes well. With several
+ * sequencers a datagram the kernel refuses outright (no route to one node,
+ * a firewall rule) is skipped and the rest still goes, so that one
+ * unreachable node does not silence the others: one more sendmmsg per
+ * refused datagram. A full send buffer ends the round (what did not go is
+ * resent after resend_timeout, or asked for). One sequencer: one call, as
+ * it always was. */
+static void cmd_send_batch(struct gw *g)
+{
+	unsigned count = g->cmd_slot, off = 0, sent = 0;
+	int err = 0;
+
+	while (off < count) {
+		/* net_batch_send sends from slot 0: a view of the batch from off */
+		struct net_batch v = g->cmd_out;
+		int rc;
+
+		v.n -= off;
+		v.data += (size_t)off * v.size;
+		v.msgs += off;
+		v.iov += off;
+		v.addrs += off;
+		v.lens += off;
+		rc = net_batch_send(&v, g->cmd_fd, count - off);
+		if (rc < 0) {
+			char a[32];
+
+			err = rc;
+			if (g->n_seq == 1)
+				break;
+			net_format_addr(&g->cmd_out.addrs[off], a, sizeof(a));
+			log_ratelimited(&gw_rl, LOG_LVL_WARNING, "command stream to %s: %s", a,
+					strerror(-rc));
+			off++; /* that datagram is lost; the others are not */
+			continue;
+		}
+		sent += (unsigned)rc;
+		off += (unsigned)rc;
+		if (rc == 0 || g->n_seq == 1)
+			break;
+	}
+	if (sent < count)
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "command stream: %u of %u datagrams sent%s%s",
+				sent, count, err ? ": " : "", err ? strerror(-err) : "");
+}
+
 static void cmd_send_now(struct gw *g)
 {
 	int rc;
 
-	if (g->cmd_building) {
-		g->cmd_out.lens[g->cmd_slot] = mold_build_end(&g->cmd_b);
-		g->cmd_building = 0;
-		g->cmd_slot++;
-	}
+	if (g->cmd_building)
+		cmd_end(g, mold_build_end(&g->cmd_b));
 	if (g->cmd_slot == 0)
 		return;
 	rc = journal_flush(g->cmd_j);
@@ -44,29 +121,25 @@ static void cmd_send_now(struct gw *g)
 		g->st.journal_errors++;
 		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal: %s", strerror(-rc));
 	}
-	rc = net_batch_send(&g->cmd_out, g->cmd_fd, g->cmd_slot);
-	if (rc < 0 || (unsigned)rc < g->cmd_slot)
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "command stream: %u of %u datagrams sent%s%s",
-				rc < 0 ? 0u : (unsigned)rc, g->cmd_slot, rc < 0 ? ": " : "",
-				rc < 0 ? strerror(-rc) : "");
-	g->st.cmd_packets += g->cmd_slot;
+	cmd_send_batch(g);
 	g->cmd_slot = 0;
 	g->cmd_last_send = ev_now(g->loop);
 }
 
-/* Starts a datagram whose first block is `seq`, to dst. */
+/* Starts a datagram whose first block is `seq`, to dst, or to every
+ * sequencer when dst is NULL. */
 static void cmd_begin(struct gw *g, uint64_t seq, const struct sockaddr_in *dst)
 {
-	if (g->cmd_building) {
-		g->cmd_out.lens[g->cmd_slot] = mold_build_end(&g->cmd_b);
-		g->cmd_building = 0;
-		g->cmd_slot++;
-	}
-	if (g->cmd_slot == g->cmd_out.n)
+	unsigned width = dst ? 1 : g->n_seq;
+
+	if (g->cmd_building)
+		cmd_end(g, mold_build_end(&g->cmd_b));
+	if (g->cmd_slot + width > g->cmd_out.n)
 		cmd_send_now(g);
 	mold_build_begin(&g->cmd_b, net_batch_slot(&g->cmd_out, g->cmd_slot), g->cmd_out.size,
 			 &g->cmd_sess, seq);
-	g->cmd_out.addrs[g->cmd_slot] = *dst;
+	g->cmd_out.addrs[g->cmd_slot] = dst ? *dst : g->seq_addrs[0];
+	g->cmd_fan = !dst;
 	g->cmd_building = 1;
 }
 
@@ -83,7 +156,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 	if (g->cmd_building)
 		p = mold_build_reserve(&g->cmd_b, (uint16_t)len);
 	if (!p) {
-		cmd_begin(g, g->cmd_next, &g->seq_addr);
+		cmd_begin(g, g->cmd_next, NULL);
 		p = mold_build_reserve(&g->cmd_b, (uint16_t)len);
 		if (!p)
 			return -EMSGSIZE;
@@ -104,8 +177,8 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 	return 0;
 }
 
-/* Emits journalled commands [from, to) to dst, at most max_packets
- * datagrams; returns how many commands went out. */
+/* Emits journalled commands [from, to) to dst (NULL: every sequencer), at
+ * most max_packets datagrams; returns how many commands went out. */
 static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_packets,
 			 const struct sockaddr_in *dst)
 {
@@ -208,16 +281,17 @@ void gw_cmd_tick(struct gw *g, ev_tstamp now)
 		if (to - from > g->cfg.resend_max)
 			to = from + g->cfg.resend_max;
 		log_debug("resending commands %" PRIu64 "..%" PRIu64, from, to - 1);
-		g->st.cmds_resent += cmd_emit(g, from, to, UINT32_MAX, &g->seq_addr);
+		g->st.cmds_resent += cmd_emit(g, from, to, UINT32_MAX, NULL);
 		g->resend_base = now;
 	}
 	if (!g->cmd_building && g->cmd_slot == 0 &&
 	    now - g->cmd_last_send >= (ev_tstamp)g->cfg.cmd_heartbeat / 1e9) {
 		uint8_t *p = net_batch_slot(&g->cmd_out, 0);
 
-		g->cmd_out.lens[0] = mold_build_heartbeat(p, &g->cmd_sess, g->cmd_next);
-		g->cmd_out.addrs[0] = g->seq_addr;
-		g->cmd_slot = 1;
+		/* to every sequencer: a standby learns the address from it too */
+		g->cmd_out.addrs[0] = g->seq_addrs[0];
+		g->cmd_fan = 1;
+		cmd_end(g, mold_build_heartbeat(p, &g->cmd_sess, g->cmd_next));
 		g->st.cmd_heartbeats++;
 		cmd_send_now(g);
 	}
@@ -302,7 +376,8 @@ static int tape_lost(void *ctx, uint64_t from, uint64_t to)
 {
 	(void)ctx;
 	log_ratelimited(&gw_rl, LOG_LVL_WARNING,
-			"tape %" PRIu64 "..%" PRIu64 " is no longer held by the sequencer: skipped",
+			"tape %" PRIu64 "..%" PRIu64
+			" is no longer held by any sequencer node: skipped",
 			from, to - 1);
 	return 1;
 }
@@ -319,9 +394,10 @@ static void tape_skip(struct gw *g, uint64_t upto, uint64_t now)
 	}
 }
 
-/* A datagram of the tape, or (answer) on the request socket: a
+/* A datagram of the tape, or (answer) on the request socket from `from`: a
  * retransmission, or the too-old answer (a heartbeat). */
-static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer, uint64_t now)
+static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer,
+			const struct sockaddr_in *from, uint64_t now)
 {
 	struct mold_packet pkt;
 	int rc;
@@ -340,8 +416,17 @@ static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer
 		if (pkt.kind == MOLD_END_OF_SESSION)
 			return;
 		if (pkt.kind == MOLD_HEARTBEAT) {
+			/* The server that sent it no longer holds what is below
+			 * pkt.seq; the others may. With one server it can only
+			 * be that one, whatever address it answered from; among
+			 * several, an unknown sender is counted and tells rx
+			 * nothing. */
+			unsigned server = gw_stream_server(&g->tape, from);
+
+			if (g->tape.n_retrans == 1)
+				server = 0;
 			g->st.tape_too_old++;
-			rx_too_old(g->tape.rx, 0, pkt.seq, now);
+			rx_too_old(g->tape.rx, server, pkt.seq, now);
 			g->tape.next = rx_next(g->tape.rx);
 			return;
 		}
@@ -369,7 +454,8 @@ void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
 		if (n <= 0)
 			break;
 		for (int i = 0; i < n; i++)
-			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer, now);
+			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer,
+				    &g->rx.addrs[i], now);
 		if ((unsigned)n < g->rx.n)
 			break;
 	}
@@ -387,24 +473,43 @@ void gw_tape_tick(struct gw *g, ev_tstamp now)
 
 /* ---- open and close ------------------------------------------------------ */
 
+/* Why net_parse_addr_list refused a list. */
+static const char *addr_list_error(int rc, char *buf, size_t cap, int max)
+{
+	if (rc == -E2BIG)
+		snprintf(buf, cap, "more than %d addresses", max);
+	else if (rc == -EINVAL)
+		snprintf(buf, cap, "not a comma-separated list of host:port");
+	else
+		snprintf(buf, cap, "%s", strerror(-rc));
+	return buf;
+}
+
 static int open_tape(struct gw *g)
 {
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
 	struct sockaddr_in group, any = { .sin_family = AF_INET };
 	struct net_bufsize rcv;
+	char why[64];
 	int rc;
 
-	if (net_parse_addr(g->cfg.tape_group, &group) < 0 ||
-	    net_parse_addr(g->cfg.tape_retrans, &g->tape.retrans[0]) < 0) {
-		log_err("[gateway] tape_group/tape_retrans: not host:port");
+	if (net_parse_addr(g->cfg.tape_group, &group) < 0) {
+		log_err("[gateway] tape_group \"%s\": not host:port", g->cfg.tape_group);
 		return -EINVAL;
 	}
-	g->tape.n_retrans = 1;
+	/* every sequencer node serves the tape up to its own commit position */
+	rc = net_parse_addr_list(g->cfg.tape_retrans, g->tape.retrans, RX_MAX_SERVERS);
+	if (rc < 0) {
+		log_err("[gateway] tape_retrans \"%s\": %s", g->cfg.tape_retrans,
+			addr_list_error(rc, why, sizeof(why), RX_MAX_SERVERS));
+		return rc;
+	}
+	g->tape.n_retrans = (unsigned)rc;
 	/* from the progress file's position (0: the first packet decides) */
 	rc = gw_stream_open(g, &g->tape, &tape_ops, g->cfg.reorder_bytes ? g->cfg.reorder_bytes
 									   : 8u << 20,
-			    1, g->tape.next);
+			    g->tape.n_retrans, g->tape.next);
 	if (rc < 0) {
 		log_err("tape receiver: %s", strerror(-rc));
 		return rc;
@@ -438,12 +543,20 @@ int gw_cmd_open(struct gw *g)
 	struct net_bufsize rcv;
 	struct journal_report rep;
 	struct sockaddr_in bind_addr;
-	char path[300];
+	char path[300], why[64];
 	int rc;
 
-	if (net_parse_addr(g->cfg.sequencer, &g->seq_addr) < 0 ||
-	    net_parse_addr(g->cfg.cmd_bind, &bind_addr) < 0) {
-		log_err("[gateway] sequencer/cmd_bind: not host:port");
+	rc = net_parse_addr_list(g->cfg.sequencer, g->seq_addrs, GW_MAX_SEQUENCERS);
+	if (rc < 0) {
+		log_err("[gateway] sequencer \"%s\": %s", g->cfg.sequencer,
+			addr_list_error(rc, why, sizeof(why), GW_MAX_SEQUENCERS));
+		return rc;
+	}
+	g->n_seq = (unsigned)rc;
+	if (g->n_seq > 1)
+		log_info("command stream to %u sequencer nodes: %s", g->n_seq, g->cfg.sequencer);
+	if (net_parse_addr(g->cfg.cmd_bind, &bind_addr) < 0) {
+		log_err("[gateway] cmd_bind \"%s\": not host:port", g->cfg.cmd_bind);
 		return -EINVAL;
 	}
 	snprintf(path, sizeof(path), "%s/commands", g->cfg.node.state_dir);
@@ -463,7 +576,8 @@ int gw_cmd_open(struct gw *g)
 		g->cmd_acked = journal_first_seq(g->cmd_j) - 1;
 	g->cmd_scratch = malloc(JOURNAL_MAX_RECORD);
 	if (!g->cmd_scratch ||
-	    net_batch_init(&g->cmd_out, (unsigned)g->cfg.send_batch, g->cfg.max_datagram) < 0 ||
+	    net_batch_init(&g->cmd_out, (unsigned)g->cfg.send_batch * g->n_seq,
+			   g->cfg.max_datagram) < 0 ||
 	    net_batch_init(&g->cmd_in, 32, 256) < 0 ||
 	    net_batch_init(&g->rx, (unsigned)g->cfg.recv_batch, MOLD_MAX_PACKET) < 0)
 		return -ENOMEM;

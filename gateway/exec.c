@@ -63,6 +63,19 @@ void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint1
 	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
 }
 
+_Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
+	       "an rx server per exec_retrans address");
+
+unsigned gw_stream_server(const struct gw_stream *s, const struct sockaddr_in *from)
+{
+	unsigned k = 0;
+
+	while (k < s->n_retrans && (s->retrans[k].sin_addr.s_addr != from->sin_addr.s_addr ||
+				    s->retrans[k].sin_port != from->sin_port))
+		k++;
+	return k;
+}
+
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, rx_timer));
@@ -227,15 +240,12 @@ static void exec_packet(struct gw *g, const uint8_t *buf, size_t len, int answer
 	}
 	g->st.exec_packets++;
 	if (answer) {
-		unsigned server = 0;
-
 		if (pkt.kind == MOLD_END_OF_SESSION)
 			return;
 		if (pkt.kind == MOLD_HEARTBEAT) {
-			while (server < g->exec.n_retrans &&
-			       (g->exec.retrans[server].sin_addr.s_addr != from->sin_addr.s_addr ||
-				g->exec.retrans[server].sin_port != from->sin_port))
-				server++;
+			/* an unknown sender is counted, and tells rx nothing */
+			unsigned server = gw_stream_server(&g->exec, from);
+
 			g->st.exec_too_old++;
 			log_ratelimited(&gw_rl, LOG_LVL_WARNING,
 					"exec: a replica holds nothing below %" PRIu64, pkt.seq);

@@ -18,6 +18,9 @@ struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20);
 
 static const char *const fsync_names[] = { "none", "interval", "batch", NULL };
 
+#define GW_STR_(x) #x
+#define GW_STR(x) GW_STR_(x) /* a number macro's value, in a help string */
+
 #define GWS(key, def, help) \
 	{ "gateway", #key, CONFIG_STRING, offsetof(struct gw_config, key), \
 	  sizeof(((struct gw_config *)0)->key), def, 0, 0, NULL, help }
@@ -34,12 +37,16 @@ static const char *const fsync_names[] = { "none", "interval", "batch", NULL };
 const struct config_key gw_config_keys[] = {
 	DAEMON_NODE_KEYS(struct gw_config, node),
 	GWS(ouch_listen, "127.0.0.1:15000", "SoupBinTCP/OUCH listener host:port (port 0: any)"),
-	GWS(sequencer, "127.0.0.1:16000", "the sequencer's command listener host:port"),
+	GWS(sequencer, "127.0.0.1:16000",
+	    "comma-separated command listener host:port of each sequencer node (at most "
+	    GW_STR(GW_MAX_SEQUENCERS) "); every command datagram goes to each"),
 	GWS(cmd_bind, "0.0.0.0:0", "local address of the command stream socket"),
 	GWS(tape_group, "239.255.0.1:17000", "the tape's multicast group:port"),
 	GWS(tape_iface, "127.0.0.1", "interface (name or address) receiving the multicast"),
 	GWS(tape_session, "TAPE", "the tape's MoldUDP64 session"),
-	GWS(tape_retrans, "127.0.0.1:17001", "the sequencer's tape retransmission host:port"),
+	GWS(tape_retrans, "127.0.0.1:17001",
+	    "comma-separated tape retransmission host:port of each sequencer node (at most "
+	    GW_STR(RX_MAX_SERVERS) "), asked in turn"),
 	GWS(exec_group, "239.255.0.2:18000", "the execution stream's multicast group:port"),
 	GWS(exec_session, "EXEC0", "the execution stream's MoldUDP64 session"),
 	GWS(exec_retrans, "127.0.0.1:18001",
@@ -64,7 +71,8 @@ const struct config_key gw_config_keys[] = {
 	GWU(drop_seed, "1", 0, 0, "loss generator seed: the same seed loses the same packets"),
 	GWU(max_sessions, "1024", 1, 1000000, "simultaneous client connections"),
 	GWZ(max_datagram, "1472", 64, 65507, "largest datagram sent"),
-	GWU(send_batch, "64", 1, 1024, "datagrams per sendmmsg"),
+	GWU(send_batch, "64", 1, 1024,
+	    "datagrams per sendmmsg (each command datagram counts once, whatever the sequencers)"),
 	GWU(recv_batch, "64", 1, 1024, "datagrams per recvmmsg"),
 	GWZ(out_buffer, "64KiB", 4096, 64ull << 20, "output buffer per client session"),
 	GWU(resend_max, "4096", 1, 1000000, "commands resent per round"),

@@ -19,17 +19,19 @@
 #define GW_PASSWORD_LEN 10 /* SoupBinTCP password */
 #define GW_FIRM_LEN 4 /* OUCH firm */
 #define GW_MAX_EXEC_RETRANS 8 /* addresses in [gateway] exec_retrans */
+#define GW_MAX_SEQUENCERS 9 /* addresses in [gateway] sequencer: a group of up to 9 */
 
 /* [gateway] and [node]; durations in ns, sizes in bytes. */
 struct gw_config {
 	struct node_config node;
 	char ouch_listen[64]; /* host:port of the SoupBinTCP listener (port 0: any) */
-	char sequencer[64]; /* host:port of the sequencer's command listener */
+	char sequencer[512]; /* comma-separated host:port of each sequencer node's
+				command listener (1..GW_MAX_SEQUENCERS) */
 	char cmd_bind[64]; /* local address of the command socket */
 	char tape_group[64];
 	char tape_iface[64];
 	char tape_session[16];
-	char tape_retrans[64];
+	char tape_retrans[512]; /* comma-separated host:port list (1..RX_MAX_SERVERS) */
 	char exec_group[64];
 	char exec_session[16];
 	char exec_retrans[512]; /* comma-separated host:port list */

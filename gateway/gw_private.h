@@ -86,7 +86,7 @@ struct gw_stream {
 	struct rx *rx;
 	uint64_t next; /* next sequence number expected (0: not known yet) */
 	int live; /* heard a packet or heartbeat */
-	struct sockaddr_in retrans[GW_MAX_EXEC_RETRANS];
+	struct sockaddr_in retrans[RX_MAX_SERVERS]; /* rx's server k is retrans[k] */
 	unsigned n_retrans;
 	struct rx_drop drop, req_drop; /* the loss generator, per socket */
 	uint64_t rxq, req_rxq; /* SO_RXQ_OVFL, per socket */
@@ -113,7 +113,12 @@ struct gw {
 	/* command stream */
 	int cmd_fd;
 	ev_io cmd_io;
-	struct sockaddr_in seq_addr;
+	/* every node of the sequencer group: only the primary takes commands,
+	 * and which node that is changes with elections, so every command
+	 * datagram and heartbeat goes to each (requests are answered to the
+	 * asker only) */
+	struct sockaddr_in seq_addrs[GW_MAX_SEQUENCERS];
+	unsigned n_seq;
 	struct mold_session cmd_sess;
 	struct journal *cmd_j;
 	uint64_t cmd_next; /* seq of the next new command */
@@ -122,6 +127,8 @@ struct gw {
 	struct net_batch cmd_out, cmd_in;
 	unsigned cmd_slot; /* slot being built, when cmd_building */
 	int cmd_building;
+	int cmd_fan; /* the datagram being built goes to every sequencer (cmd_out
+			holds it n_seq times: send_batch * n_seq slots) */
 	struct mold_builder cmd_b;
 	ev_tstamp cmd_last_send, resend_base;
 	uint8_t *cmd_scratch; /* one record, for journal reads */
@@ -189,6 +196,9 @@ int gw_exec_open_login(struct gw *g, struct gw_login *l);
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops,
 		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
+/* The index in s->retrans[] of the server whose address is `from`, or
+ * s->n_retrans when it is none of them. */
+unsigned gw_stream_server(const struct gw_stream *s, const struct sockaddr_in *from);
 /* Arms g->rx_timer for the earliest request due. */
 void gw_stream_arm(struct gw *g);
 /* recvmmsg into g->rx keeping the socket's own SO_RXQ_OVFL count. */

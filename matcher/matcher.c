@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "addrlist.h"
 #include "arena.h"
 #include "clock.h"
 #include "convert.h"
@@ -29,6 +30,8 @@
 #define DRAIN_ROUNDS 16 /* recvmmsg calls per wakeup, so one stream cannot starve the rest */
 
 #define OFF(f) offsetof(struct matcher_config, f)
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number macro's value, in a help string */
 static const struct config_key matcher_keys[] = {
 	DAEMON_NODE_KEYS(struct matcher_config, node),
 	{ "matcher", "partition", CONFIG_UINT, OFF(partition), 0, "0", 0, 1023, NULL,
@@ -39,8 +42,10 @@ static const struct config_key matcher_keys[] = {
 	  "interface (name or address) to receive the tape and send executions on" },
 	{ "matcher", "tape_session", CONFIG_STRING, OFF(tape_session), 16, "TAPE", 0, 0, NULL,
 	  "MoldUDP64 session name of the tape" },
-	{ "matcher", "tape_retrans", CONFIG_STRING, OFF(tape_retrans), 64, NULL, 0, 0, NULL,
-	  "host:port of the tape's retransmission server (a sequencer)" },
+	{ "matcher", "tape_retrans", CONFIG_STRING, OFF(tape_retrans),
+	  sizeof(((struct matcher_config *)0)->tape_retrans), NULL, 0, 0, NULL,
+	  "comma-separated host:port of the tape's retransmission servers, each sequencer "
+	  "node (at most " STR(RX_MAX_SERVERS) "), asked in turn" },
 	{ "matcher", "exec_group", CONFIG_STRING, OFF(exec_group), 64, NULL, 0, 0, NULL,
 	  "multicast group:port of this partition's execution stream" },
 	{ "matcher", "exec_retrans", CONFIG_STRING, OFF(exec_retrans), 64, NULL, 0, 0, NULL,
@@ -121,7 +126,10 @@ struct matcher {
 	struct net_batch rx;
 	ev_io tape_io;
 	struct mold_session tape_session;
-	struct sockaddr_in tape_retrans;
+	/* every sequencer node serves the tape up to its own commit position;
+	 * rx's server k is tape_retrans[k] */
+	struct sockaddr_in tape_retrans[RX_MAX_SERVERS];
+	unsigned n_retrans;
 	int req_fd; /* unicast: tape requests out, answers (and too-old answers) in */
 	ev_io req_io;
 	struct rx *tape_rx; /* gaps, reorder window, requests: the next event to apply */
@@ -506,10 +514,11 @@ static void send_request(void *ctx, unsigned server, uint64_t seq, uint16_t coun
 	struct mold_request r = { .session = m->tape_session, .seq = seq, .count = count };
 	uint8_t buf[MOLD_REQUEST_LEN];
 
-	(void)server; /* one tape retransmission server */
+	const struct sockaddr_in *dst = &m->tape_retrans[server % m->n_retrans];
+
 	mold_build_request(buf, &r);
-	if (sendto(m->req_fd, buf, sizeof(buf), 0, (struct sockaddr *)&m->tape_retrans,
-		   sizeof(m->tape_retrans)) != (ssize_t)sizeof(buf))
+	if (sendto(m->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) !=
+	    (ssize_t)sizeof(buf))
 		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "tape request: %s", strerror(errno));
 }
 
@@ -521,7 +530,7 @@ static int on_lost(void *ctx, uint64_t from, uint64_t to)
 
 	m->st.tape_unrecoverable++;
 	log_ratelimited(&rl_lost, LOG_LVL_ERR,
-			"tape %llu..%llu is no longer held by the retransmission server: this "
+			"tape %llu..%llu is no longer held by any retransmission server: this "
 			"replica cannot catch up by itself (rebuild it from a journal with "
 			"lockstep-replay)",
 			(unsigned long long)from, (unsigned long long)(to - 1));
@@ -566,9 +575,25 @@ static int recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
 	return n;
 }
 
-/* A datagram of the tape (answer 0) or on the request socket (answer 1:
- * retransmissions, and the too-old answer, a heartbeat). */
-static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, int answer)
+/* The index in tape_retrans[] of the server at `from`. With one server an
+ * answer can only be its, whatever address it came from; among several, an
+ * unknown sender gets n_retrans, which rx counts and otherwise ignores. */
+static unsigned retrans_server(const struct matcher *m, const struct sockaddr_in *from)
+{
+	unsigned k = 0;
+
+	if (m->n_retrans == 1)
+		return 0;
+	while (k < m->n_retrans && (m->tape_retrans[k].sin_addr.s_addr != from->sin_addr.s_addr ||
+				    m->tape_retrans[k].sin_port != from->sin_port))
+		k++;
+	return k;
+}
+
+/* A datagram of the tape (answer 0) or on the request socket (answer 1, from
+ * `from`: retransmissions, and the too-old answer, a heartbeat). */
+static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, int answer,
+			   const struct sockaddr_in *from)
 {
 	struct mold_packet p;
 	int err;
@@ -590,11 +615,14 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 	if (answer) {
 		m->st.tape_answers++;
 		if (p.kind == MOLD_HEARTBEAT) {
+			char a[32];
+
+			net_format_addr(from, a, sizeof(a));
 			m->st.tape_too_old++;
 			log_ratelimited(&rl_lost, LOG_LVL_WARNING,
-					"tape retransmission server: nothing held below %llu",
+					"tape retransmission server %s: nothing held below %llu", a,
 					(unsigned long long)p.seq);
-			rx_too_old(m->tape_rx, 0, p.seq, m->now);
+			rx_too_old(m->tape_rx, retrans_server(m, from), p.seq, m->now);
 			return;
 		}
 		if (p.kind != MOLD_DATA)
@@ -618,7 +646,8 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		m->now = mono_ns();
 		for (int i = 0; i < n; i++)
-			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer);
+			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer,
+				       &m->rx.addrs[i]);
 		if ((unsigned)n < m->rx.n)
 			break;
 	}
@@ -856,7 +885,6 @@ static int open_sockets(struct matcher *m)
 	int err;
 
 	if ((err = net_parse_addr(c->tape_group, &group)) < 0 ||
-	    (err = net_parse_addr(c->tape_retrans, &m->tape_retrans)) < 0 ||
 	    (err = net_parse_addr(c->exec_group, &m->exec_group)) < 0 ||
 	    (err = net_parse_addr(c->exec_retrans, &local)) < 0) {
 		log_err("bad address in the [matcher] section: %s", strerror(-err));
@@ -901,9 +929,10 @@ static int open_sockets(struct matcher *m)
 	return 0;
 }
 
-/* The tape's receiver: from seq 1 (a replica applies the whole tape), one
- * retransmission server, the loss generator when configured. The jitter's
- * seed differs per node so that replicas do not ask in step. */
+/* The tape's receiver: from seq 1 (a replica applies the whole tape), the
+ * retransmission servers of [matcher] tape_retrans in turn, the loss
+ * generator when configured. The jitter's seed differs per node so that
+ * replicas do not ask in step. */
 static int open_tape_rx(struct matcher *m)
 {
 	const struct matcher_config *c = m->cfg;
@@ -916,10 +945,27 @@ static int open_tape_rx(struct matcher *m)
 		.retry_max_ns = c->retrans_wait_max_ns > c->retrans_wait_ns ? c->retrans_wait_max_ns
 									  : c->retrans_wait_ns,
 		.settle_ns = c->retrans_wait_ns / 4, /* answers in flight are not asked again */
-		.n_servers = 1,
 		.rng = &m->rng,
 	};
 	int err;
+
+	err = net_parse_addr_list(c->tape_retrans, m->tape_retrans, RX_MAX_SERVERS);
+	if (err == -E2BIG) {
+		log_err("[matcher] tape_retrans \"%s\": more than %d addresses", c->tape_retrans,
+			RX_MAX_SERVERS);
+		return err;
+	}
+	if (err == -EINVAL) {
+		log_err("[matcher] tape_retrans \"%s\": not a comma-separated list of host:port",
+			c->tape_retrans);
+		return err;
+	}
+	if (err < 0) {
+		log_err("[matcher] tape_retrans \"%s\": %s", c->tape_retrans, strerror(-err));
+		return err;
+	}
+	m->n_retrans = (unsigned)err;
+	rc.n_servers = m->n_retrans;
 
 	rx_rng_seed(&m->rng, rx_seed_of(c->node.name, c->drop_seed));
 	/* each node (and socket) its own pattern: replicas lose independently */

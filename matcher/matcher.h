@@ -12,7 +12,8 @@
 
 struct matcher_config {
 	struct node_config node;
-	char tape_group[64], tape_iface[64], tape_session[16], tape_retrans[64];
+	char tape_group[64], tape_iface[64], tape_session[16];
+	char tape_retrans[512]; /* comma-separated host:port, 1..RX_MAX_SERVERS */
 	char exec_group[64], exec_retrans[64];
 	uint64_t partition;
 	char symbols[512];

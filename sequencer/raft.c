@@ -25,6 +25,7 @@ struct raft {
 	uint64_t primary_last; /* highest seq the primary is known to have sent */
 	uint64_t want; /* first entry to ask for (0: nothing) */
 	uint64_t req_at; /* when the outstanding REQUEST for `want` went */
+	uint64_t req_end; /* its answer ends before this entry (at most max_entries) */
 	int req_pending;
 
 	/* (pre)candidate */
@@ -291,6 +292,7 @@ static void on_request(struct raft *r, const struct raft_msg *m, uint64_t now)
 		.seq_term = term_at(r, from - 1),
 		.commit = r->commit,
 		.n_entries = (uint32_t)n,
+		.flags = RAFT_F_END,
 	};
 	emit(r, &a);
 	r->stats.requests_served++;
@@ -469,12 +471,16 @@ static void maybe_request(struct raft *r, uint64_t now)
 	emit(r, &m);
 	r->req_pending = 1;
 	r->req_at = now;
+	r->req_end = r->want + r->cfg.max_entries;
 	r->stats.requests_sent++;
 }
 
+/* Progress inside the answer in flight is no new question (asking again
+ * for every datagram of a long answer would multiply the answers); an
+ * earlier want (a cut tail) or one past the answer's end is. */
 static void set_want(struct raft *r, uint64_t want)
 {
-	if (want != r->want)
+	if (want != r->want && (want < r->want || want >= r->req_end))
 		r->req_pending = 0; /* a new question: ask it now */
 	r->want = want;
 }
@@ -531,6 +537,7 @@ static int mismatch(struct raft *r, uint64_t prev, uint64_t now)
 static int on_append(struct raft *r, const struct raft_msg *m, uint64_t now)
 {
 	uint64_t prev = m->seq, last = last_seq(r), n = m->n_entries, upto, c;
+	uint64_t before = r->verified;
 	int e;
 
 	if (r->role == RAFT_PRIMARY) { /* two primaries in one term: a bug */
@@ -590,6 +597,8 @@ static int on_append(struct raft *r, const struct raft_msg *m, uint64_t now)
 		r->verified = upto;
 	c = m->commit < r->verified ? m->commit : r->verified;
 	set_commit(r, c);
+	if ((m->flags & RAFT_F_END) && r->verified > before)
+		r->req_pending = 0; /* the answer is all here: what is still missing, ask now */
 	set_want(r, r->verified + 1);
 	maybe_request(r, now);
 	send_ack(r, m->from);

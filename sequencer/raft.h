@@ -79,6 +79,11 @@ enum raft_msg_type {
 /* VOTE, VOTE_REPLY: a pre-vote; its term is the one the candidate would take */
 #define RAFT_F_PRE 1u
 #define RAFT_F_GRANTED 2u /* VOTE_REPLY */
+/* APPEND: the end of an answer to a REQUEST (a caller that splits an APPEND
+ * into several datagrams sets it on the last one only). A standby asks
+ * again for what is still missing once an answer has ended, or after
+ * request_ns; not on every datagram of a long answer. */
+#define RAFT_F_END 4u
 
 /* An entry of a received APPEND; data is only read during the call. */
 struct raft_entry {

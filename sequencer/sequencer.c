@@ -7,12 +7,15 @@
  * batch the journal is flushed and then every tape datagram built goes out in
  * one sendmmsg. Nothing is allocated per message. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "addrlist.h"
 #include "clock.h"
 #include "ctl.h"
 #include "journal.h"
@@ -20,6 +23,7 @@
 #include "log.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "raft.h"
 #include "rx.h"
 #include "sequencer.h"
 #include "tape.h"
@@ -83,6 +87,17 @@ const struct config_key seq_config_keys[] = {
 	  "loss generator seed: the same seed loses the same packets"),
 	K("retrans_packets", CONFIG_UINT, retrans_packets, 0, "64", 1, 1024, NULL,
 	  "datagrams in one retransmission answer at most"),
+	K("node_id", CONFIG_UINT, node_id, 0, "0", 0, SEQ_MAX_PEERS - 1, NULL,
+	  "this sequencer's index in peers (0..n-1)"),
+	K("peers", CONFIG_STRING, peers, sizeof(((struct seq_config *)0)->peers), "", 0, 0, NULL,
+	  "every group member's raft control UDP host:port, comma separated, index = node_id "
+	  "(empty: a group of one)"),
+	K("election_min", CONFIG_DURATION, election_min_ns, 0, "150ms", 1e6, 60e9, NULL,
+	  "shortest randomized election timeout of a group"),
+	K("election_max", CONFIG_DURATION, election_max_ns, 0, "300ms", 1e6, 60e9, NULL,
+	  "longest randomized election timeout of a group"),
+	K("raft_heartbeat", CONFIG_DURATION, raft_heartbeat_ns, 0, "50ms", 1e5, 60e9, NULL,
+	  "a group's primary tells the standbys it is alive when idle this long"),
 	CONFIG_END,
 };
 #undef K
@@ -94,7 +109,10 @@ const char *const seq_counter_names[SEQ_N_COUNTERS] = {
 	"retrans_requests", "retrans_bad_requests", "retrans_blocks_sent", "retrans_packets_sent",
 	"journal_bytes", "gateways", "rxq_dropped", "commands_held", "commands_overflow",
 	"gap_blocks_requested", "gateway_answers", "gateway_too_old", "commands_lost",
-	"retrans_too_old", "drops_injected", "kernel_rcvbuf_errors",
+	"retrans_too_old", "drops_injected", "kernel_rcvbuf_errors", "commands_ignored",
+	"raft_received", "raft_malformed", "raft_sent", "raft_send_errors", "elections", "prevotes",
+	"votes_granted", "appends_received", "entries_replicated", "raft_requests_sent",
+	"raft_requests_served", "truncations", "stale_ignored", "stepdowns", "commit",
 };
 
 /* One gateway's command stream, keyed by its MoldUDP64 session. */
@@ -108,8 +126,23 @@ struct seq_gw {
 	struct sockaddr_in addr; /* where its last datagram came from */
 };
 
-enum seq_state { SEQ_STARTING, SEQ_PRIMARY, SEQ_STOPPED, SEQ_STATE_MAX };
-static const char *const seq_state_names[SEQ_STATE_MAX] = { "starting", "primary", "stopped" };
+/* standby: follows a known primary; waiting: knows none (yet); candidate:
+ * an election (or its pre-vote round) is on. */
+enum seq_state {
+	SEQ_STARTING,
+	SEQ_PRIMARY,
+	SEQ_STANDBY,
+	SEQ_WAITING,
+	SEQ_CANDIDATE,
+	SEQ_STOPPED,
+	SEQ_STATE_MAX
+};
+static const char *const seq_state_names[SEQ_STATE_MAX] = { "starting",	 "primary",
+							     "standby",	 "waiting",
+							     "candidate", "stopped" };
+
+#define SEQ_RAFT_SLOTS 64 /* raft datagrams taken per recvmmsg */
+#define SEQ_RAFT_MAX_ENTRIES 2048 /* entries in one answer to a standby's REQUEST */
 
 struct sequencer {
 	struct seq_config cfg;
@@ -143,8 +176,8 @@ struct sequencer {
 	ev_io req_io;
 	ev_timer rx_timer; /* the earliest request any gateway's rx has due */
 	struct rx_rng rng;
-	struct rx_drop drop_cmd, drop_req, drop_retrans;
-	uint64_t rxq_cmd, rxq_req, rxq_retrans;
+	struct rx_drop drop_cmd, drop_req, drop_retrans, drop_raft;
+	uint64_t rxq_cmd, rxq_req, rxq_retrans, rxq_raft;
 	int fatal; /* a journal error inside a delivery: negative errno */
 
 	struct seq_gw gw[SEQ_GW_SLOTS];
@@ -152,10 +185,143 @@ struct sequencer {
 	struct seq_gw *gw_last; /* last one looked up: streams come in runs */
 	unsigned n_gw;
 
+	/* The group (sequencer/raft.h). n_peers 1: a group of one, no socket. */
+	struct raft *raft;
+	int n_peers, id;
+	struct sockaddr_in peers[SEQ_MAX_PEERS];
+	int raft_fd;
+	ev_io raft_io;
+	ev_timer raft_timer;
+	struct net_batch raft_in; /* raft datagrams received */
+	struct net_batch rq; /* raft datagrams to send, after the journal is flushed */
+	unsigned rq_n;
+	struct net_batch jb; /* tape datagrams built from the journal */
+	/* A group's primary: tape datagrams replicated and not yet committed,
+	 * in seq order, slots [0, pend_n); publish() multicasts them from
+	 * here once committed (from the journal what is not here). */
+	struct net_batch pend;
+	uint64_t *pend_first, *pend_last;
+	unsigned pend_n;
+	struct raft_entry *entries; /* a received APPEND's */
+	unsigned max_entries;
+	size_t tape_cap; /* bytes of a tape datagram built live: room for the LSRF header */
+	uint64_t out_first; /* seq of the first event in `out` */
+	uint64_t published; /* the primary multicast every event up to here */
+	uint64_t commit; /* highest committed seq known */
+	int journal_dirty; /* appended or cut since the last journal_flush */
+	int gw_dirty; /* the journal was cut: the gateways' next numbers need a rescan */
+	int primary_id; /* the primary we know, or RAFT_NOBODY */
+
 	struct ctl_server *ctl;
 	struct seq_stats st;
 	struct log_ratelimit rl_malformed, rl_gap, rl_oversize, rl_retrans, rl_tape;
 };
+
+/* ---- the group's wire -------------------------------------------------- */
+
+int seq_parse_peers(const char *peers, struct sockaddr_in *out, int max)
+{
+	int n;
+
+	if (peers[strspn(peers, " \t")] == '\0')
+		return 0; /* a group of one */
+	n = net_parse_addr_list(peers, out, max);
+	if (n == -E2BIG)
+		return n;
+	if (n < 0)
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (out[i].sin_port == 0)
+			return -EINVAL;
+	return n;
+}
+
+static const uint8_t raft_magic[4] = { 'L', 'S', 'R', 'F' };
+
+size_t seq_raft_encode(uint8_t *out, const struct raft_msg *m, const struct mold_session *sess)
+{
+	memcpy(out, raft_magic, 4);
+	out[4] = 1;
+	out[5] = (uint8_t)m->type;
+	out[6] = (uint8_t)m->flags;
+	out[7] = (uint8_t)m->from;
+	out[8] = m->to == RAFT_ALL ? 0xff : (uint8_t)m->to;
+	out[9] = 0;
+	memcpy(out + 10, sess->name, MOLD_SESSION_LEN);
+	wire_put_u64(out + 20, m->term);
+	wire_put_u64(out + 28, m->seq);
+	wire_put_u64(out + 36, m->seq_term);
+	wire_put_u64(out + 44, m->commit);
+	return SEQ_RAFT_WIRE_LEN;
+}
+
+int seq_raft_decode(const uint8_t *buf, size_t len, const struct mold_session *sess, int n_nodes,
+		    struct raft_msg *m)
+{
+	if (len < SEQ_RAFT_WIRE_LEN || memcmp(buf, raft_magic, 4) != 0 || buf[4] != 1 ||
+	    buf[9] != 0 || memcmp(buf + 10, sess->name, MOLD_SESSION_LEN) != 0)
+		return -EBADMSG;
+	if (len > SEQ_RAFT_WIRE_LEN && buf[5] != RAFT_MSG_APPEND)
+		return -EBADMSG;
+	switch (buf[5]) {
+	case RAFT_MSG_APPEND:
+	case RAFT_MSG_VOTE:
+	case RAFT_MSG_VOTE_REPLY:
+	case RAFT_MSG_ACK:
+	case RAFT_MSG_REQUEST:
+	case RAFT_MSG_HEARTBEAT:
+		break;
+	default:
+		return -EBADMSG;
+	}
+	if (buf[7] >= n_nodes || (buf[8] != 0xff && buf[8] >= n_nodes) || buf[6] & ~7u)
+		return -EBADMSG;
+	memset(m, 0, sizeof(*m));
+	m->type = (enum raft_msg_type)buf[5];
+	m->flags = buf[6];
+	m->from = buf[7];
+	m->to = buf[8] == 0xff ? RAFT_ALL : buf[8];
+	m->term = wire_get_u64(buf + 20);
+	m->seq = wire_get_u64(buf + 28);
+	m->seq_term = wire_get_u64(buf + 36);
+	m->commit = wire_get_u64(buf + 44);
+	return 0;
+}
+
+int seq_raft_decode_entries(const uint8_t *buf, size_t len, const struct mold_session *sess,
+			    struct raft_msg *m, struct raft_entry *out, unsigned max)
+{
+	struct mold_packet pkt;
+	struct mold_iter it;
+	const uint8_t *data;
+	uint64_t seq;
+	uint16_t blen;
+	unsigned n = 0;
+	int r;
+
+	m->entries = out;
+	m->n_entries = 0;
+	if (len == SEQ_RAFT_WIRE_LEN)
+		return 0; /* an APPEND with no entries */
+	if (mold_parse(buf + SEQ_RAFT_WIRE_LEN, len - SEQ_RAFT_WIRE_LEN, sess, 0, &pkt) < 0 ||
+	    pkt.kind != MOLD_DATA || pkt.seq != m->seq + 1 || pkt.count > max)
+		return -EBADMSG;
+	mold_iter_init(&it, &pkt);
+	while ((r = mold_iter_next(&it, &seq, &data, &blen)) == 1) {
+		struct tape_event_view v;
+
+		if (tape_event_peek(data, blen, &v) < 0 || v.seq != seq || v.term == 0)
+			return -EBADMSG;
+		out[n].term = v.term;
+		out[n].data = data;
+		out[n].len = blen;
+		n++;
+	}
+	if (r < 0 || n != pkt.count)
+		return -EBADMSG;
+	m->n_entries = n;
+	return 0;
+}
 
 /* ---- gateways ---------------------------------------------------------- */
 
@@ -221,6 +387,21 @@ static void fail(struct sequencer *s, const char *what, int err)
 	ev_break(s->loop, EVBREAK_ALL);
 }
 
+/* Durable before visible: every raft output and every tape datagram leaves
+ * only after what the journal was given is written (and synced, under
+ * fsync=batch). A no-op when nothing was appended since. */
+static int journal_sync(struct sequencer *s)
+{
+	int r;
+
+	if (!s->journal_dirty)
+		return 0;
+	r = journal_flush(s->journal);
+	if (r == 0)
+		s->journal_dirty = 0;
+	return r;
+}
+
 static void out_close_packet(struct sequencer *s)
 {
 	if (!s->out_open)
@@ -231,8 +412,64 @@ static void out_close_packet(struct sequencer *s)
 	s->out_open = 0;
 }
 
-/* Durable before visible: flushes the journal, then sends every datagram
- * built. Returns 0 or a negative errno (journal failure: fatal). */
+/* Multicasts datagrams [0, n) of batch b on the tape. */
+static void tape_send(struct sequencer *s, struct net_batch *b, unsigned n)
+{
+	int r;
+
+	if (n == 0)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		b->addrs[i] = s->group;
+	r = net_batch_send(b, s->tape_fd, n);
+	if (r < 0 || (unsigned)r < n) {
+		s->st.tape_send_errors += n - (r < 0 ? 0 : (unsigned)r);
+		log_ratelimited(&s->rl_tape, LOG_LVL_WARNING, "tape: sent %d of %u datagrams: %s",
+				r < 0 ? 0 : r, n, r < 0 ? strerror(-r) : "short send");
+	}
+	if (r > 0)
+		s->st.tape_packets_sent += (unsigned)r;
+	s->last_tape_send_ns = s->now_ns;
+}
+
+static void rq_send(struct sequencer *s);
+
+/* Drops the first k pending datagrams (sent, or to be read back from the
+ * journal instead). */
+static void pend_drop(struct sequencer *s, unsigned k)
+{
+	unsigned left = s->pend_n - k;
+
+	if (left > 0) {
+		memmove(s->pend.data, net_batch_slot(&s->pend, k), (size_t)left * s->pend.size);
+		memmove(s->pend.lens, s->pend.lens + k, left * sizeof(*s->pend.lens));
+		memmove(s->pend_first, s->pend_first + k, left * sizeof(*s->pend_first));
+		memmove(s->pend_last, s->pend_last + k, left * sizeof(*s->pend_last));
+	}
+	s->pend_n = left;
+}
+
+/* Keeps a copy of a replicated tape datagram until it is committed. When
+ * the queue is full (no majority answers), the oldest copy goes: publish()
+ * reads those events back from the journal. */
+static void pend_push(struct sequencer *s, const uint8_t *dg, size_t len)
+{
+	uint64_t first = wire_get_u64(dg + MOLD_SESSION_LEN);
+	uint16_t count = (uint16_t)(dg[MOLD_SESSION_LEN + 8] << 8 | dg[MOLD_SESSION_LEN + 9]);
+
+	if (s->pend_n == s->pend.n)
+		pend_drop(s, s->pend.n / 4);
+	memcpy(net_batch_slot(&s->pend, s->pend_n), dg, len);
+	s->pend.lens[s->pend_n] = len;
+	s->pend_first[s->pend_n] = first;
+	s->pend_last[s->pend_n] = first + count - 1;
+	s->pend_n++;
+}
+
+/* The end of a batch: the journal is flushed, then raft_flush replicates the
+ * batch's datagrams to the standbys (a group) or commits them at once and
+ * publish() multicasts them (a group of one). Returns 0 or a negative errno
+ * (journal failure: fatal). */
 static int out_flush(struct sequencer *s)
 {
 	int r;
@@ -240,19 +477,14 @@ static int out_flush(struct sequencer *s)
 	out_close_packet(s);
 	if (s->out_n == 0)
 		return 0;
-	r = journal_flush(s->journal);
-	if (r < 0)
+	if ((r = journal_sync(s)) < 0 || (r = raft_flush(s->raft, s->now_ns)) < 0)
 		return r;
-	r = net_batch_send(&s->out, s->tape_fd, s->out_n);
-	if (r < 0 || (unsigned)r < s->out_n) {
-		s->st.tape_send_errors += s->out_n - (r < 0 ? 0 : (unsigned)r);
-		log_ratelimited(&s->rl_tape, LOG_LVL_WARNING, "tape: sent %d of %u datagrams: %s",
-				r < 0 ? 0 : r, s->out_n, r < 0 ? strerror(-r) : "short send");
-	}
-	if (r > 0)
-		s->st.tape_packets_sent += (unsigned)r;
+	/* A group of one: publish() sent them. A group: io_send() copied them
+	 * to the standbys; they wait in `pend` for their commit. */
+	for (unsigned k = 0; k < s->out_n && s->n_peers > 1; k++)
+		pend_push(s, net_batch_slot(&s->out, k), s->out.lens[k]);
 	s->out_n = 0;
-	s->last_tape_send_ns = s->now_ns;
+	rq_send(s);
 	return 0;
 }
 
@@ -276,7 +508,9 @@ static int out_reserve(struct sequencer *s, uint8_t **p, size_t *room)
 	if (!s->out_open) {
 		if (s->out_n == s->out.n && (r = out_flush(s)) < 0)
 			return r;
-		mold_build_begin(&s->builder, net_batch_slot(&s->out, s->out_n), s->out.size,
+		if (s->out_n == 0)
+			s->out_first = s->next_seq;
+		mold_build_begin(&s->builder, net_batch_slot(&s->out, s->out_n), s->tape_cap,
 				 &s->tape_session, s->next_seq);
 		s->out_open = 1;
 	}
@@ -285,21 +519,28 @@ static int out_reserve(struct sequencer *s, uint8_t **p, size_t *room)
 	return 0;
 }
 
-/* Journals the `len` bytes just written at the reserved place as event
- * next_seq and commits them to the datagram. */
+/* Proposes the `len` bytes just written at the reserved place as event
+ * next_seq (raft journals it) and commits them to the datagram. */
 static int out_commit(struct sequencer *s, const uint8_t *ev, size_t len)
 {
-	int r = journal_append(s->journal, s->next_seq, s->term, ev, len);
+	uint64_t seq = 0;
+	int r = raft_propose(s->raft, ev, len, &seq);
 
 	if (r < 0)
 		return r;
+	if (seq != s->next_seq) {
+		log_err("raft proposed seq %llu where %llu was built", (unsigned long long)seq,
+			(unsigned long long)s->next_seq);
+		return -EPROTO;
+	}
 	mold_build_commit(&s->builder, (uint16_t)len);
 	s->next_seq++;
 	return 0;
 }
 
 /* Sequences one command. Returns 0, -EMSGSIZE when it cannot fit one tape
- * datagram, or another negative errno (journal: fatal). */
+ * datagram, or another negative errno (journal: fatal). The event's commit
+ * field is its own seq: it is multicast only once committed. */
 static int emit_command(struct sequencer *s, const struct seq_gw *g, uint64_t origin_seq,
 			const uint8_t *cmd, size_t len)
 {
@@ -322,37 +563,110 @@ static int emit_command(struct sequencer *s, const struct seq_gw *g, uint64_t or
 	return -EMSGSIZE;
 }
 
-/* The first event of a term. Packed with protobuf-c: once per start. */
-static int emit_term_start(struct sequencer *s)
+/* The first event of a term, at seq, journalled directly (raft sends it to
+ * the standbys from the journal). Packed with protobuf-c: once per term. */
+static int journal_term_start(struct sequencer *s, uint64_t seq, uint64_t term)
 {
 	Lockstep__TermStart ts = LOCKSTEP__TERM_START__INIT;
 	Lockstep__Event ev = LOCKSTEP__EVENT__INIT;
-	size_t room = 0, n;
-	uint8_t *p;
+	uint8_t buf[256];
+	size_t n;
 	int r;
 
 	ts.node = s->cfg.node.name;
-	ev.term = s->term;
-	ev.seq = s->next_seq;
-	ev.timestamp = s->now_wall;
-	ev.commit = s->next_seq;
+	ev.term = term;
+	ev.seq = seq;
+	ev.timestamp = wall_ns();
+	ev.commit = seq;
 	ev.body_case = LOCKSTEP__EVENT__BODY_TERM_START;
 	ev.term_start = &ts;
 	n = lockstep__event__get_packed_size(&ev);
-	r = out_reserve(s, &p, &room);
-	if (r < 0)
-		return r;
-	if (!p || n > room)
+	if (n > sizeof(buf) || n > s->tape_cap - MOLD_HEADER_LEN - 2)
 		return -EMSGSIZE;
-	lockstep__event__pack(&ev, p);
-	return out_commit(s, p, n);
+	lockstep__event__pack(&ev, buf);
+	r = journal_append(s->journal, seq, term, buf, n);
+	if (r == 0)
+		s->journal_dirty = 1;
+	return r;
+}
+
+/* Multicasts committed events [from, to] that this primary has not sent:
+ * straight from `out` when the batch just built is exactly them (a group
+ * of one), else rebuilt from the journal. */
+static unsigned tape_build(struct sequencer *s, struct net_batch *b, size_t cap, uint64_t from,
+			   uint64_t to, uint64_t *blocks);
+
+/* Multicasts events [from, to] from the journal. */
+static void publish_journal(struct sequencer *s, uint64_t from, uint64_t to)
+{
+	if (journal_sync(s) < 0)
+		return; /* fatal elsewhere; nothing unjournalled leaves */
+	while (from <= to) {
+		uint64_t blocks = 0;
+		unsigned n = tape_build(s, &s->jb, s->jb.size, from, to, &blocks);
+
+		if (n == 0 || blocks == 0) {
+			log_ratelimited(&s->rl_tape, LOG_LVL_WARNING,
+					"tape: cannot read events %llu..%llu back from the journal",
+					(unsigned long long)from, (unsigned long long)to);
+			return;
+		}
+		tape_send(s, &s->jb, n);
+		from += blocks;
+		s->published = from - 1;
+	}
+}
+
+static void publish(struct sequencer *s, uint64_t from, uint64_t to)
+{
+	if (from <= s->published)
+		from = s->published + 1;
+	if (from > to)
+		return;
+	out_close_packet(s);
+	if (s->n_peers == 1 && s->out_n > 0 && s->out_first == from && s->next_seq - 1 == to) {
+		tape_send(s, &s->out, s->out_n);
+		s->out_n = 0;
+		s->published = to;
+		return;
+	}
+	while (s->published < to) {
+		uint64_t next = s->published + 1;
+		unsigned k = 0;
+
+		while (s->pend_n > 0 && s->pend_last[0] < next)
+			pend_drop(s, 1); /* published from the journal already */
+		if (s->pend_n == 0 || s->pend_first[0] > next) {
+			/* not kept (the term start, older terms, evicted) */
+			uint64_t hi = s->pend_n && s->pend_first[0] - 1 < to ? s->pend_first[0] - 1 : to;
+
+			publish_journal(s, next, hi);
+			if (s->published < hi)
+				return;
+			continue;
+		}
+		if (s->pend_first[0] < next) {
+			/* the head was partly published from the journal */
+			publish_journal(s, next, s->pend_last[0] < to ? s->pend_last[0] : to);
+			continue;
+		}
+		while (k < s->pend_n && s->pend_last[k] <= to &&
+		       s->pend_first[k] == (k ? s->pend_last[k - 1] + 1 : next))
+			k++;
+		if (k == 0)
+			return; /* the head is committed only in part: wait for the rest */
+		tape_send(s, &s->pend, k);
+		s->published = s->pend_last[k - 1];
+		pend_drop(s, k);
+	}
 }
 
 static void send_tape_control(struct sequencer *s, int eos)
 {
 	uint8_t pkt[MOLD_HEADER_LEN];
-	size_t n = eos ? mold_build_end_of_session(pkt, &s->tape_session, s->next_seq)
-		       : mold_build_heartbeat(pkt, &s->tape_session, s->next_seq);
+	uint64_t next = (s->published < s->commit ? s->published : s->commit) + 1;
+	size_t n = eos ? mold_build_end_of_session(pkt, &s->tape_session, next)
+		       : mold_build_heartbeat(pkt, &s->tape_session, next);
 
 	if (sendto(s->tape_fd, pkt, n, 0, (const struct sockaddr *)&s->group, sizeof(s->group)) < 0) {
 		s->st.tape_send_errors++;
@@ -377,7 +691,8 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 		fail(s, "journal fsync", r);
 		return;
 	}
-	if (now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
+	/* only the primary speaks on the tape */
+	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
 		send_tape_control(s, 0);
 }
 
@@ -543,6 +858,12 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 	} else {
 		g->addr = *from;
 	}
+	if (s->state != SEQ_PRIMARY) {
+		/* A standby: the primary sequences this; a new primary will ask
+		 * the gateway for whatever it has not journalled. */
+		s->st.commands_ignored++;
+		return 0;
+	}
 	if (pkt.kind == MOLD_DATA)
 		s->st.commands_received += pkt.count;
 	else if (!answer)
@@ -618,12 +939,14 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- retransmission ---------------------------------------------------- */
 
-/* Fills s->rout with consecutive journalled events [from, to]; returns the
- * number of datagrams and the blocks through *blocks. */
-static unsigned retrans_build(struct sequencer *s, uint64_t from, uint64_t to, uint64_t *blocks)
+/* Fills batch b with tape datagrams of at most cap bytes holding consecutive
+ * journalled events [from, to]; returns the number of datagrams and the
+ * blocks through *blocks. */
+static unsigned tape_build(struct sequencer *s, struct net_batch *b, size_t cap, uint64_t from,
+			   uint64_t to, uint64_t *blocks)
 {
 	struct journal_iter *it;
-	struct mold_builder b;
+	struct mold_builder mb;
 	unsigned np = 0;
 	uint64_t seq, term;
 	const uint8_t *data;
@@ -633,28 +956,28 @@ static unsigned retrans_build(struct sequencer *s, uint64_t from, uint64_t to, u
 	*blocks = 0;
 	if (journal_iter_open(&it, s->journal, from) < 0)
 		return 0;
-	mold_build_begin(&b, net_batch_slot(&s->rout, 0), s->rout.size, &s->tape_session, from);
+	mold_build_begin(&mb, net_batch_slot(b, 0), cap, &s->tape_session, from);
 	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1 && seq <= to) {
-		if (mold_build_add(&b, data, (uint16_t)len) == MOLD_OK) {
+		if (mold_build_add(&mb, data, (uint16_t)len) == MOLD_OK) {
 			(*blocks)++;
 			continue;
 		}
-		if (b.count == 0)
+		if (mb.count == 0)
 			break; /* a record longer than a datagram: cannot be served */
-		s->rout.lens[np++] = mold_build_end(&b);
-		if (np == s->rout.n)
+		b->lens[np++] = mold_build_end(&mb);
+		if (np == b->n)
 			break;
-		mold_build_begin(&b, net_batch_slot(&s->rout, np), s->rout.size, &s->tape_session,
+		mold_build_begin(&mb, net_batch_slot(b, np), cap, &s->tape_session,
 				 seq);
-		if (mold_build_add(&b, data, (uint16_t)len) != MOLD_OK)
+		if (mold_build_add(&mb, data, (uint16_t)len) != MOLD_OK)
 			break;
 		(*blocks)++;
 	}
 	if (r < 0)
 		log_ratelimited(&s->rl_retrans, LOG_LVL_WARNING, "retrans: journal read: %s",
 				strerror(-r));
-	if (np < s->rout.n && b.count > 0)
-		s->rout.lens[np++] = mold_build_end(&b);
+	if (np < b->n && mb.count > 0)
+		b->lens[np++] = mold_build_end(&mb);
 	journal_iter_close(it);
 	return np;
 }
@@ -663,7 +986,8 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 			  const struct sockaddr_in *from)
 {
 	struct mold_request req;
-	uint64_t first = journal_first_seq(s->journal), last = journal_last_seq(s->journal);
+	/* Committed events only: a standby's tail may yet be cut. */
+	uint64_t first = journal_first_seq(s->journal), last = s->commit;
 	uint64_t lo, hi, blocks = 0;
 	unsigned np;
 	int r = mold_parse_request(buf, len, &s->tape_session, &req);
@@ -699,7 +1023,7 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 		hi = last;
 	if (lo > hi)
 		return;
-	np = retrans_build(s, lo, hi, &blocks);
+	np = tape_build(s, &s->rout, s->rout.size, lo, hi, &blocks);
 	for (unsigned i = 0; i < np; i++)
 		s->rout.addrs[i] = *from;
 	r = np ? net_batch_send(&s->rout, s->retrans_fd, np) : 0;
@@ -723,6 +1047,371 @@ static void on_retrans_readable(struct ev_loop *loop, ev_io *w, int revents)
 		if (!rx_drop(&s->drop_retrans, buf, s->rin.lens[i]))
 			retrans_serve(s, buf, s->rin.lens[i], &s->rin.addrs[i]);
 	}
+}
+
+/* ---- the group ---------------------------------------------------------- */
+
+/* Raft (sequencer/raft.h) decides; this section gives it the journal, the
+ * state file and the network. Its outputs queue in s->rq and leave by one
+ * sendmmsg after the journal is flushed (rq_send), at the end of whatever
+ * event-loop callback called it. */
+
+static void rq_send(struct sequencer *s)
+{
+	int r;
+
+	if (s->rq_n == 0)
+		return;
+	r = journal_sync(s);
+	if (r < 0) {
+		s->rq_n = 0; /* nothing leaves that the journal does not hold */
+		fail(s, "journal", r);
+		return;
+	}
+	r = net_batch_send(&s->rq, s->raft_fd, s->rq_n);
+	if (r > 0)
+		s->st.raft_sent += (unsigned)r;
+	if (r < 0 || (unsigned)r < s->rq_n)
+		s->st.raft_send_errors += s->rq_n - (r < 0 ? 0 : (unsigned)r);
+	s->rq_n = 0;
+}
+
+/* The next slot of the queue, addressed to `to`. */
+static uint8_t *rq_slot(struct sequencer *s, const struct sockaddr_in *to)
+{
+	if (s->rq_n == s->rq.n)
+		rq_send(s);
+	s->rq.addrs[s->rq_n] = *to;
+	return net_batch_slot(&s->rq, s->rq_n);
+}
+
+/* Queues an APPEND for every destination: the header for the tape
+ * datagram dg (whose first event follows prev), then dg itself. */
+static void rq_append(struct sequencer *s, const struct raft_msg *m, const int *dst, int nd,
+		      const uint8_t *dg, size_t len, int last)
+{
+	struct raft_msg h = *m;
+
+	if (!last)
+		h.flags &= ~RAFT_F_END;
+	h.seq = wire_get_u64(dg + MOLD_SESSION_LEN) - 1;
+	h.seq_term = journal_term_at(s->journal, h.seq);
+	for (int i = 0; i < nd; i++) {
+		uint8_t *p = rq_slot(s, &s->peers[dst[i]]);
+
+		seq_raft_encode(p, &h, &s->tape_session);
+		memcpy(p + SEQ_RAFT_WIRE_LEN, dg, len);
+		s->rq.lens[s->rq_n++] = SEQ_RAFT_WIRE_LEN + len;
+	}
+}
+
+/* raft's send(). An APPEND's entries are the batch just built in `out` (the
+ * live path: each tape datagram goes to each standby behind a header) or
+ * are read back from the journal (answers to REQUESTs, the term start). */
+static void io_send(void *ctx, const struct raft_msg *m)
+{
+	struct sequencer *s = ctx;
+	int dst[SEQ_MAX_PEERS], nd = 0;
+	uint64_t from, to;
+
+	for (int i = 0; i < s->n_peers; i++)
+		if (i != s->id && (m->to == RAFT_ALL || m->to == i))
+			dst[nd++] = i;
+	if (m->type != RAFT_MSG_APPEND || m->n_entries == 0) {
+		for (int i = 0; i < nd; i++) {
+			uint8_t *p = rq_slot(s, &s->peers[dst[i]]);
+
+			s->rq.lens[s->rq_n++] = seq_raft_encode(p, m, &s->tape_session);
+		}
+		return;
+	}
+	from = m->seq + 1;
+	to = m->seq + m->n_entries;
+	out_close_packet(s);
+	if (s->out_n > 0 && s->out_first == from && s->next_seq - 1 == to) {
+		for (unsigned k = 0; k < s->out_n; k++)
+			rq_append(s, m, dst, nd, net_batch_slot(&s->out, k), s->out.lens[k],
+				  k + 1 == s->out_n);
+		return;
+	}
+	if (journal_sync(s) < 0)
+		return;
+	while (from <= to) {
+		uint64_t blocks = 0;
+		unsigned n = tape_build(s, &s->jb, s->jb.size - SEQ_RAFT_WIRE_LEN, from, to, &blocks);
+
+		if (n == 0 || blocks == 0)
+			break;
+		from += blocks;
+		for (unsigned k = 0; k < n; k++)
+			rq_append(s, m, dst, nd, net_batch_slot(&s->jb, k), s->jb.lens[k],
+				  k + 1 == n && from > to);
+	}
+}
+
+static uint64_t io_last_seq(void *ctx)
+{
+	return journal_last_seq(((struct sequencer *)ctx)->journal);
+}
+
+static uint64_t io_term_at(void *ctx, uint64_t seq)
+{
+	return journal_term_at(((struct sequencer *)ctx)->journal, seq);
+}
+
+static int gw_note(struct sequencer *s, const uint8_t *data, size_t len);
+
+static int io_append(void *ctx, uint64_t seq, uint64_t term, const void *data, size_t len)
+{
+	struct sequencer *s = ctx;
+	int r = journal_append(s->journal, seq, term, data, len);
+
+	if (r < 0)
+		return r;
+	s->journal_dirty = 1;
+	if (s->state != SEQ_PRIMARY) /* replicated: the primary's command numbers */
+		gw_note(s, data, len);
+	return 0;
+}
+
+static int io_append_term_start(void *ctx, uint64_t seq, uint64_t term)
+{
+	struct sequencer *s = ctx;
+	int r = journal_term_start(s, seq, term);
+
+	if (r == 0)
+		s->next_seq = seq + 1;
+	return r;
+}
+
+static int io_truncate_after(void *ctx, uint64_t seq)
+{
+	struct sequencer *s = ctx;
+	int r = journal_truncate_after(s->journal, seq);
+
+	if (r < 0)
+		return r;
+	log_warn("journal: uncommitted events after %llu cut (they differ from the primary's)",
+		 (unsigned long long)seq);
+	s->gw_dirty = 1;
+	s->next_seq = seq + 1;
+	return 0;
+}
+
+/* The term and vote, in state_dir/raft-state: written to a temporary file,
+ * synced and renamed, so that a crash leaves the old or the new one. */
+static int io_save_state(void *ctx, uint64_t term, int voted_for)
+{
+	struct sequencer *s = ctx;
+	char path[320], tmp[330], text[64];
+	int fd, n, r = 0;
+
+	snprintf(path, sizeof(path), "%s/raft-state", s->cfg.node.state_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	n = snprintf(text, sizeof(text), "%llu %d\n", (unsigned long long)term, voted_for);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r == 0) {
+		fd = open(s->cfg.node.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			(void)fsync(fd);
+			close(fd);
+		}
+	}
+	if (r < 0)
+		log_err("%s: %s", path, strerror(-r));
+	return r;
+}
+
+/* Reads what io_save_state wrote; a missing file is a first start. */
+static int load_state(struct sequencer *s, uint64_t *term, int *voted_for)
+{
+	char path[320];
+	unsigned long long t;
+	int v;
+	FILE *f;
+
+	*term = 0;
+	*voted_for = RAFT_NOBODY;
+	snprintf(path, sizeof(path), "%s/raft-state", s->cfg.node.state_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	if (fscanf(f, "%llu %d", &t, &v) != 2 || v < RAFT_NOBODY || v >= s->n_peers) {
+		fclose(f);
+		log_err("%s: not 'TERM VOTE': remove it only if this node's vote does not matter",
+			path);
+		return -EINVAL;
+	}
+	fclose(f);
+	*term = t;
+	*voted_for = v;
+	return 0;
+}
+
+static int rebuild(struct sequencer *s, int reset);
+
+/* This node has just won its term: the gateways' streams start again from
+ * what the journal holds (a cut tail is forgotten), the tape goes on after
+ * what the journal holds (entries of older terms that were never multicast
+ * are fetched by the receivers through retransmission), and raft appends
+ * the TermStart next. */
+static void become_primary(struct sequencer *s, uint64_t term)
+{
+	if (s->gw_dirty) {
+		int r = rebuild(s, 1);
+
+		if (r < 0)
+			log_err("journal: rescanning the gateways' numbers: %s", strerror(-r));
+		s->gw_dirty = 0;
+	}
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_start(s->gw_list[i]->rx, s->gw_list[i]->next);
+	s->published = journal_last_seq(s->journal);
+	s->next_seq = s->published + 1;
+	s->pend_n = 0;
+	s->out_n = 0;
+	s->out_open = 0;
+	log_notice("primary: term %llu from seq %llu, tape %s session %s, commands on port %d, "
+		   "retransmissions on port %d (group of %d)",
+		   (unsigned long long)term, (unsigned long long)s->next_seq, s->cfg.tape_group,
+		   s->cfg.tape_session, net_local_port(s->cmd_fd), net_local_port(s->retrans_fd),
+		   s->n_peers);
+}
+
+static void io_role(void *ctx, enum raft_role role, uint64_t term, int primary)
+{
+	struct sequencer *s = ctx;
+	enum seq_state st = role == RAFT_PRIMARY ? SEQ_PRIMARY
+			    : role != RAFT_STANDBY ? SEQ_CANDIDATE
+			    : primary == RAFT_NOBODY ? SEQ_WAITING
+						     : SEQ_STANDBY;
+
+	if (s->state == SEQ_STOPPED)
+		return;
+	s->term = term;
+	if (st == SEQ_PRIMARY && s->state != SEQ_PRIMARY) {
+		s->state = st;
+		s->primary_id = primary;
+		become_primary(s, term);
+		return;
+	}
+	if (s->state == SEQ_PRIMARY && st != SEQ_PRIMARY) {
+		/* Deposed: what was built and not replicated is dropped (never
+		 * multicast: it was not committed); the gateways keep it. */
+		s->out_n = 0;
+		s->out_open = 0;
+		s->pend_n = 0;
+		ev_timer_stop(s->loop, &s->rx_timer);
+		log_warn("no longer primary: term %llu, %s", (unsigned long long)term,
+			 seq_state_names[st]);
+	}
+	if (st == SEQ_STANDBY && (s->state != SEQ_STANDBY || s->primary_id != primary)) {
+		char a[32];
+
+		net_format_addr(&s->peers[primary], a, sizeof(a));
+		log_notice("standby: term %llu, primary is node %d (%s)", (unsigned long long)term,
+			   primary, a);
+	} else if (st == SEQ_CANDIDATE && s->state != SEQ_CANDIDATE)
+		log_info("election: no primary heard in term %llu, asking for votes",
+			 (unsigned long long)term);
+	s->state = st;
+	s->primary_id = primary;
+}
+
+static void io_apply(void *ctx, uint64_t from, uint64_t to)
+{
+	struct sequencer *s = ctx;
+
+	s->commit = to;
+	if (s->state == SEQ_PRIMARY)
+		publish(s, from, to);
+}
+
+static uint64_t io_random(void *ctx)
+{
+	return rx_rng_next(&((struct sequencer *)ctx)->rng);
+}
+
+static void raft_arm(struct sequencer *s)
+{
+	uint64_t d = raft_deadline(s->raft), now = mono_ns();
+
+	ev_timer_stop(s->loop, &s->raft_timer);
+	ev_timer_set(&s->raft_timer, d > now ? (double)(d - now) / 1e9 : 0., 0.);
+	ev_timer_start(s->loop, &s->raft_timer);
+}
+
+/* After every call into raft: its messages leave, its timer moves. */
+static void raft_done(struct sequencer *s, int r)
+{
+	if (r < 0) {
+		fail(s, "raft (journal or state file)", r);
+		return;
+	}
+	rq_send(s);
+	raft_arm(s);
+}
+
+static void on_raft_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sequencer *s = container_of(w, struct sequencer, raft_timer);
+
+	(void)loop;
+	(void)revents;
+	s->now_ns = mono_ns();
+	s->now_wall = wall_ns();
+	raft_done(s, raft_tick(s->raft, s->now_ns));
+}
+
+static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sequencer *s = container_of(w, struct sequencer, raft_io);
+	int r = 0;
+
+	(void)loop;
+	(void)revents;
+	for (uint64_t round = 0; round < s->cfg.drain && r == 0; round++) {
+		int n = recv_counted(&s->raft_in, s->raft_fd, &s->rxq_raft);
+
+		if (n <= 0)
+			break;
+		s->now_ns = mono_ns();
+		s->now_wall = wall_ns();
+		for (int i = 0; i < n && r == 0; i++) {
+			const uint8_t *buf = net_batch_slot(&s->raft_in, (unsigned)i);
+			size_t len = s->raft_in.lens[i];
+			struct raft_msg m;
+
+			if (rx_drop(&s->drop_raft, buf, len))
+				continue;
+			if (seq_raft_decode(buf, len, &s->tape_session, s->n_peers, &m) < 0 ||
+			    (m.to != RAFT_ALL && m.to != s->id) || m.from == s->id ||
+			    (m.type == RAFT_MSG_APPEND &&
+			     seq_raft_decode_entries(buf, len, &s->tape_session, &m, s->entries,
+						     s->max_entries) < 0)) {
+				char a[32];
+
+				s->st.raft_malformed++;
+				net_format_addr(&s->raft_in.addrs[i], a, sizeof(a));
+				log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+						"raft datagram (%zu bytes) from %s refused", len, a);
+				continue;
+			}
+			s->st.raft_received++;
+			r = raft_receive(s->raft, &m, s->now_ns);
+		}
+		if ((unsigned)n < s->raft_in.n)
+			break;
+	}
+	raft_done(s, r);
 }
 
 /* ---- control ------------------------------------------------------------ */
@@ -754,8 +1443,8 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 	reply->role = (char *)"sequencer";
 	reply->state = (char *)seq_state_names[s->state];
 	reply->term = s->term;
-	reply->seq = s->next_seq - 1;
-	reply->commit = s->next_seq - 1;
+	reply->seq = journal_last_seq(s->journal);
+	reply->commit = s->commit;
 	switch (req->op) {
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
 		break;
@@ -796,8 +1485,32 @@ static void log_journal_report(const struct seq_config *cfg, const struct journa
 		 (unsigned long long)rep->first_seq, (unsigned long long)rep->last_seq);
 }
 
-/* Rebuilds the gateways' next expected numbers and the last term. */
-static int rebuild(struct sequencer *s)
+/* Raises the next expected number of the gateway that sent the command in
+ * journalled event data. Returns 0, or -1 for an event not understood. */
+static int gw_note(struct sequencer *s, const uint8_t *data, size_t len)
+{
+	struct tape_event_view v;
+	struct mold_session sess;
+	char origin[MOLD_SESSION_LEN + 1];
+	struct seq_gw *g;
+	int bad_name = 0;
+
+	if (tape_event_peek(data, len, &v) < 0)
+		return -1;
+	if (v.body != TAPE_BODY_COMMAND || v.origin_len == 0 || v.origin_len > MOLD_SESSION_LEN)
+		return 0;
+	memcpy(origin, v.origin, v.origin_len);
+	origin[v.origin_len] = '\0';
+	if (mold_session_set(&sess, origin) < 0 || !(g = gw_get(s, &sess, &bad_name)))
+		return -1;
+	if (v.origin_seq + 1 > g->next)
+		g->next = v.origin_seq + 1;
+	return 0;
+}
+
+/* Rebuilds the gateways' next expected numbers (from scratch with reset:
+ * after a cut) and the last term from the journal. */
+static int rebuild(struct sequencer *s, int reset)
 {
 	struct journal_iter *it;
 	uint64_t seq, term, bad = 0;
@@ -805,34 +1518,19 @@ static int rebuild(struct sequencer *s)
 	size_t len;
 	int r;
 
+	if (reset)
+		for (unsigned i = 0; i < s->n_gw; i++)
+			s->gw_list[i]->next = 1;
 	if (journal_last_seq(s->journal) == 0)
 		return 0;
 	r = journal_iter_open(&it, s->journal, journal_first_seq(s->journal));
 	if (r < 0)
 		return r;
 	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
-		struct tape_event_view v;
-		struct mold_session sess;
-		char origin[MOLD_SESSION_LEN + 1];
-		struct seq_gw *g;
-		int bad_name = 0;
-
 		if (term > s->term)
 			s->term = term;
-		if (tape_event_peek(data, len, &v) < 0) {
+		if (gw_note(s, data, len) < 0)
 			bad++;
-			continue;
-		}
-		if (v.body != TAPE_BODY_COMMAND || v.origin_len == 0 || v.origin_len > MOLD_SESSION_LEN)
-			continue;
-		memcpy(origin, v.origin, v.origin_len);
-		origin[v.origin_len] = '\0';
-		if (mold_session_set(&sess, origin) < 0 || !(g = gw_get(s, &sess, &bad_name))) {
-			bad++;
-			continue;
-		}
-		if (v.origin_seq + 1 > g->next)
-			g->next = v.origin_seq + 1;
 	}
 	journal_iter_close(it);
 	if (bad)
@@ -862,17 +1560,14 @@ static int open_journal(struct sequencer *s)
 		return r;
 	}
 	log_journal_report(&s->cfg, &rep);
-	r = rebuild(s);
+	r = rebuild(s, 0);
 	if (r < 0) {
 		log_err("journal %s: reading: %s", dir, strerror(-r));
 		return r;
 	}
-	s->next_seq = journal_next_seq(s->journal);
-	if (s->next_seq == 0)
-		s->next_seq = 1;
-	s->term++;
+	s->next_seq = journal_last_seq(s->journal) + 1;
 	log_info("journal: %u gateways, last term %llu, next seq %llu", s->n_gw,
-		 (unsigned long long)(s->term - 1), (unsigned long long)s->next_seq);
+		 (unsigned long long)s->term, (unsigned long long)s->next_seq);
 	return 0;
 }
 
@@ -943,9 +1638,26 @@ static int open_batches(struct sequencer *s)
 	if (net_batch_init(&s->in, (unsigned)s->cfg.batch, dg) < 0 ||
 	    net_batch_init(&s->out, out_n, dg) < 0 ||
 	    net_batch_init(&s->rin, SEQ_RETRANS_SLOTS, SEQ_RETRANS_SLOT_SIZE) < 0 ||
-	    net_batch_init(&s->rout, (unsigned)s->cfg.retrans_packets, dg) < 0) {
+	    net_batch_init(&s->rout, (unsigned)s->cfg.retrans_packets, dg) < 0 ||
+	    net_batch_init(&s->jb, 64, dg) < 0) {
 		log_err("out of memory for the datagram batches");
 		return -ENOMEM;
+	}
+	if (s->n_peers > 1) {
+		/* every datagram of a full batch to every standby, and the rest */
+		unsigned rq_n = (out_n + 64) * (unsigned)(s->n_peers - 1);
+
+		s->max_entries = (unsigned)(dg / 4);
+		s->entries = calloc(s->max_entries, sizeof(*s->entries));
+		s->pend_first = calloc(out_n * 4, sizeof(*s->pend_first));
+		s->pend_last = calloc(out_n * 4, sizeof(*s->pend_last));
+		if (!s->entries || !s->pend_first || !s->pend_last ||
+		    net_batch_init(&s->pend, out_n * 4, dg) < 0 ||
+		    net_batch_init(&s->raft_in, SEQ_RAFT_SLOTS, dg) < 0 ||
+		    net_batch_init(&s->rq, rq_n, dg) < 0) {
+			log_err("out of memory for the group's datagram batches");
+			return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -965,6 +1677,100 @@ static void start_watchers(struct sequencer *s)
 	ev_io_start(s->loop, &s->req_io);
 	ev_io_start(s->loop, &s->retrans_io);
 	ev_timer_start(s->loop, &s->heartbeat);
+	ev_init(&s->raft_timer, on_raft_timer);
+	if (s->raft_fd >= 0) {
+		ev_io_init(&s->raft_io, on_raft_readable, s->raft_fd, EV_READ);
+		ev_io_start(s->loop, &s->raft_io);
+	}
+}
+
+/* The group: peers, node_id, the election timeouts. */
+static int check_group(struct sequencer *s)
+{
+	const struct seq_config *c = &s->cfg;
+	int n = seq_parse_peers(c->peers, s->peers, SEQ_MAX_PEERS);
+
+	if (n < 0) {
+		log_err("peers '%s': %s", c->peers,
+			n == -E2BIG ? "more than 9 members" : "expected host:port,host:port,...");
+		return -EINVAL;
+	}
+	if (c->node_id >= (uint64_t)(n ? n : 1)) {
+		log_err("node_id %llu: not an index of peers (%d members)",
+			(unsigned long long)c->node_id, n ? n : 1);
+		return -EINVAL;
+	}
+	if (c->election_max_ns < c->election_min_ns) {
+		log_err("election_max is shorter than election_min");
+		return -EINVAL;
+	}
+	if (n > 1 && c->fsync == JOURNAL_FSYNC_NONE) {
+		log_err("fsync = none in a group of %d: a vote or an acknowledgement could be "
+			"forgotten by a crash; use interval or batch",
+			n);
+		return -EINVAL;
+	}
+	if (n > 1 && c->max_datagram < 512) {
+		log_err("max_datagram %llu: a group needs at least 512 (the raft header "
+			"rides on each tape datagram)",
+			(unsigned long long)c->max_datagram);
+		return -EINVAL;
+	}
+	s->n_peers = n ? n : 1;
+	s->id = (int)c->node_id;
+	s->tape_cap = c->max_datagram - (n > 1 ? SEQ_RAFT_WIRE_LEN : 0);
+	return 0;
+}
+
+/* Raft's state machine over the journal and the state file; the raft
+ * socket. A group of one becomes the primary at the first tick. */
+static int open_raft(struct sequencer *s)
+{
+	struct raft_config rc = {
+		.id = s->id,
+		.n_nodes = s->n_peers,
+		.heartbeat_ns = s->cfg.raft_heartbeat_ns,
+		.election_min_ns = s->cfg.election_min_ns,
+		.election_max_ns = s->cfg.election_max_ns,
+		.max_entries = SEQ_RAFT_MAX_ENTRIES,
+	};
+	struct raft_io io = {
+		.ctx = s,
+		.last_seq = io_last_seq,
+		.term_at = io_term_at,
+		.append = io_append,
+		.append_term_start = io_append_term_start,
+		.truncate_after = io_truncate_after,
+		.save_state = io_save_state,
+		.send = io_send,
+		.role = io_role,
+		.apply = io_apply,
+		.random = io_random,
+	};
+	int r;
+
+	if ((r = load_state(s, &rc.term, &rc.voted_for)) < 0)
+		return r;
+	if (s->n_peers > 1) {
+		struct net_udp_options o = { .rcvbuf = 4 << 20, .sndbuf = (int)s->cfg.sndbuf,
+					     .nonblock = 1, .rxq_ovfl = 1 };
+		char a[32];
+
+		net_format_addr(&s->peers[s->id], a, sizeof(a));
+		if ((r = open_udp("raft (peers[node_id])", a, &o, &s->raft_fd)) < 0)
+			return r;
+	}
+	r = raft_open(&s->raft, &rc, &io, mono_ns());
+	if (r < 0) {
+		log_err("raft: %s", strerror(-r));
+		return r;
+	}
+	if (s->n_peers > 1)
+		log_notice("group of %d, node %d: term %llu, journal up to seq %llu; waiting for a "
+			   "primary",
+			   s->n_peers, s->id, (unsigned long long)raft_term(s->raft),
+			   (unsigned long long)journal_last_seq(s->journal));
+	return 0;
 }
 
 static int seq_open_steps(struct sequencer *s)
@@ -975,6 +1781,8 @@ static int seq_open_steps(struct sequencer *s)
 		log_err("tape_session '%s': at most 10 printable characters", s->cfg.tape_session);
 		return -EINVAL;
 	}
+	if ((r = check_group(s)) < 0)
+		return r;
 	if ((r = open_journal(s)) < 0 || (r = open_sockets(s)) < 0 || (r = open_batches(s)) < 0)
 		return r;
 	r = ctl_server_open(&s->ctl, s->loop, s->cfg.node.control, on_ctl, s);
@@ -984,18 +1792,19 @@ static int seq_open_steps(struct sequencer *s)
 	}
 	s->now_ns = mono_ns();
 	s->now_wall = wall_ns();
-	if ((r = emit_term_start(s)) < 0 || (r = out_flush(s)) < 0) {
-		log_err("term start: %s", strerror(-r));
+	s->state = SEQ_WAITING;
+	if ((r = open_raft(s)) < 0)
+		return r;
+	start_watchers(s);
+	/* a group of one is the primary from here on */
+	s->now_ns = mono_ns();
+	r = raft_tick(s->raft, s->now_ns);
+	if (r < 0) {
+		log_err("raft: %s", strerror(-r));
 		return r;
 	}
-	s->state = SEQ_PRIMARY;
-	log_notice("primary: term %llu from seq %llu, tape %s session %s, commands on port %d, "
-		   "retransmissions on port %d",
-		   (unsigned long long)s->term, (unsigned long long)(s->next_seq - 1),
-		   s->cfg.tape_group, s->cfg.tape_session, net_local_port(s->cmd_fd),
-		   net_local_port(s->retrans_fd));
-	start_watchers(s);
-	return 0;
+	raft_done(s, 0);
+	return s->failed ? -EIO : 0;
 }
 
 int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_config *cfg)
@@ -1007,12 +1816,14 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->loop = loop;
-	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = -1;
+	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = s->raft_fd = -1;
+	s->primary_id = RAFT_NOBODY;
 	rx_rng_seed(&s->rng, rx_seed_of(cfg->node.name, cfg->drop_seed));
 	rx_drop_init(&s->drop_cmd, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed));
 	rx_drop_init(&s->drop_req, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed) + 1);
 	rx_drop_init(&s->drop_retrans, cfg->drop_rate,
 		     rx_seed_of(cfg->node.name, cfg->drop_seed) + 2);
+	rx_drop_init(&s->drop_raft, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed) + 3);
 	if (cfg->drop_rate > 0)
 		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %llu)",
 			 cfg->drop_rate, (unsigned long long)cfg->drop_seed);
@@ -1037,13 +1848,16 @@ void seq_shutdown(struct sequencer *s)
 	if (!s || s->state == SEQ_STOPPED)
 		return;
 	s->now_ns = mono_ns();
-	r = out_flush(s);
+	r = s->state == SEQ_PRIMARY ? out_flush(s) : 0;
+	rq_send(s);
 	if (r == 0)
 		r = journal_flush(s->journal);
 	if (r < 0)
 		log_err("journal flush at stop: %s", strerror(-r));
-	else
-		send_tape_control(s, 1);
+	else if (s->n_peers == 1)
+		send_tape_control(s, 1); /* a group goes on without this node */
+	ev_io_stop(s->loop, &s->raft_io);
+	ev_timer_stop(s->loop, &s->raft_timer);
 	ev_io_stop(s->loop, &s->cmd_io);
 	ev_io_stop(s->loop, &s->req_io);
 	ev_io_stop(s->loop, &s->retrans_io);
@@ -1052,8 +1866,8 @@ void seq_shutdown(struct sequencer *s)
 	ctl_server_close(s->ctl);
 	s->ctl = NULL;
 	s->state = SEQ_STOPPED;
-	log_notice("stopped: term %llu, last seq %llu", (unsigned long long)s->term,
-		   (unsigned long long)(s->next_seq - 1));
+	log_notice("stopped: term %llu, last seq %llu, commit %llu", (unsigned long long)s->term,
+		   (unsigned long long)journal_last_seq(s->journal), (unsigned long long)s->commit);
 }
 
 void seq_close(struct sequencer *s)
@@ -1066,8 +1880,18 @@ void seq_close(struct sequencer *s)
 		ev_io_stop(s->loop, &s->retrans_io);
 		ev_timer_stop(s->loop, &s->heartbeat);
 		ev_timer_stop(s->loop, &s->rx_timer);
+		ev_io_stop(s->loop, &s->raft_io);
+		ev_timer_stop(s->loop, &s->raft_timer);
 	}
 	ctl_server_close(s->ctl);
+	raft_close(s->raft);
+	free(s->entries);
+	free(s->pend_first);
+	free(s->pend_last);
+	net_batch_fini(&s->pend);
+	net_batch_fini(&s->raft_in);
+	net_batch_fini(&s->rq);
+	net_batch_fini(&s->jb);
 	net_batch_fini(&s->rout);
 	net_batch_fini(&s->rin);
 	net_batch_fini(&s->out);
@@ -1080,6 +1904,8 @@ void seq_close(struct sequencer *s)
 		close(s->cmd_fd);
 	if (s->req_fd >= 0)
 		close(s->req_fd);
+	if (s->raft_fd >= 0)
+		close(s->raft_fd);
 	for (unsigned i = 0; i < s->n_gw; i++)
 		rx_destroy(s->gw_list[i]->rx);
 	journal_close(s->journal);
@@ -1098,7 +1924,7 @@ uint64_t seq_term(const struct sequencer *s)
 
 uint64_t seq_last_seq(const struct sequencer *s)
 {
-	return s->next_seq - 1;
+	return journal_last_seq(s->journal);
 }
 
 int seq_listen_port(const struct sequencer *s)
@@ -1131,8 +1957,25 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->commands_overflow += rs.overflow;
 		out->commands_lost += rs.lost;
 	}
-	out->rxq_dropped = s->rxq_cmd + s->rxq_req + s->rxq_retrans;
-	out->drops_injected = s->drop_cmd.dropped + s->drop_req.dropped + s->drop_retrans.dropped;
+	out->rxq_dropped = s->rxq_cmd + s->rxq_req + s->rxq_retrans + s->rxq_raft;
+	out->drops_injected = s->drop_cmd.dropped + s->drop_req.dropped + s->drop_retrans.dropped +
+			      s->drop_raft.dropped;
+	if (s->raft) {
+		struct raft_stats rs;
+
+		raft_get_stats(s->raft, &rs);
+		out->elections = rs.elections;
+		out->prevotes = rs.prevotes;
+		out->votes_granted = rs.votes_granted;
+		out->appends_received = rs.appends_received;
+		out->entries_replicated = rs.entries_appended;
+		out->raft_requests_sent = rs.requests_sent;
+		out->raft_requests_served = rs.requests_served;
+		out->truncations = rs.truncations;
+		out->stale_ignored = rs.stale_ignored;
+		out->stepdowns = rs.stepdowns;
+	}
+	out->commit = s->commit;
 	if (net_udp_stats_read(&us) == 0)
 		out->kernel_rcvbuf_errors = us.rcvbuf_errors;
 }

@@ -3,13 +3,27 @@
  * origin, journals it and multicasts it as the tape; serves retransmissions
  * of the tape from the journal; answers the control socket.
  *
- * Single node for now: the node is always the primary, an event is committed
- * once it is journalled (commit == its own seq), and every start opens a new
- * term (last journalled term + 1) with a TermStart event. */
+ * A group of N nodes ([sequencer] peers, node_id) runs Raft (sequencer/raft.h,
+ * the pure state machine) over one UDP control socket per node: the
+ * primary sequences, journals, and replicates every batch of tape datagrams
+ * to the standbys as APPENDs (each one an LSRF header followed by the very
+ * tape datagram); an event is committed once a majority has journalled it,
+ * and only then is it multicast on the tape. So the tape carries committed
+ * events only: no receiver ever sees an event that a failover could undo,
+ * and the commit position reaches the matchers with the events themselves
+ * (every event's commit field is its own seq). Every node serves tape
+ * retransmissions up to the commit it knows. Standbys drop the gateways'
+ * command datagrams (keeping their addresses); a new primary asks each
+ * gateway for what it has not journalled, so a command caught in a failover
+ * is sequenced exactly once. A group of one (no peers) commits at once, as
+ * a single node. Each start of a primary opens a new term with a TermStart
+ * event. */
 #ifndef LOCKSTEP_SEQUENCER_H
 #define LOCKSTEP_SEQUENCER_H
 
 #include <ev.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -17,6 +31,7 @@
 #include "moldudp64.h"
 
 #define SEQ_MAX_GATEWAYS 256 /* gateway sessions one sequencer tracks */
+#define SEQ_MAX_PEERS 9 /* members of a sequencer group (RAFT_MAX_NODES) */
 
 /* [sequencer] keys; the table is seq_config_keys. */
 struct seq_config {
@@ -44,6 +59,13 @@ struct seq_config {
 	uint64_t reorder_bytes; /* their memory, per gateway */
 	double drop_rate; /* loss generator on every receive path, 0: off */
 	uint64_t drop_seed;
+	/* The sequencer group (sequencer/raft.h). peers: every member's raft
+	 * control UDP address, comma separated, index = node id; empty or one
+	 * address: a group of one (the single-node sequencer). */
+	uint64_t node_id;
+	char peers[SEQ_MAX_PEERS * 48];
+	uint64_t election_min_ns, election_max_ns; /* randomized election timeout */
+	uint64_t raft_heartbeat_ns; /* the primary's HEARTBEAT when idle this long */
 };
 
 extern const struct config_key seq_config_keys[];
@@ -79,10 +101,59 @@ struct seq_stats {
 	uint64_t retrans_too_old; /* tape requests older than the journal, told so */
 	uint64_t drops_injected; /* thrown away by the loss generator */
 	uint64_t kernel_rcvbuf_errors; /* the host's UDP RcvbufErrors (/proc/net/snmp) */
+	/* the group */
+	uint64_t commands_ignored; /* command datagrams that reached a standby */
+	uint64_t raft_received; /* well-formed raft datagrams */
+	uint64_t raft_malformed; /* raft datagrams refused */
+	uint64_t raft_sent;
+	uint64_t raft_send_errors;
+	uint64_t elections; /* elections this node started (new terms) */
+	uint64_t prevotes;
+	uint64_t votes_granted;
+	uint64_t appends_received;
+	uint64_t entries_replicated; /* journalled on behalf of a primary */
+	uint64_t raft_requests_sent;
+	uint64_t raft_requests_served;
+	uint64_t truncations;
+	uint64_t stale_ignored; /* raft messages of an older term */
+	uint64_t stepdowns; /* check-quorum */
+	uint64_t commit; /* highest committed seq known */
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))
 extern const char *const seq_counter_names[SEQ_N_COUNTERS];
+
+/* Parses `peers` ("host:port,host:port,...", blanks around commas allowed)
+ * into out[0..max-1]. Returns the number of members (0 for an empty list) or
+ * -EINVAL (a bad address, an empty item) or -E2BIG (more than max). */
+int seq_parse_peers(const char *peers, struct sockaddr_in *out, int max);
+
+/* The raft control datagram between the members of a group: a fixed
+ * SEQ_RAFT_WIRE_LEN-byte header, integers big-endian, followed for an
+ * APPEND by one MoldUDP64 tape datagram (its entries: seq + 1 onwards):
+ *   0  "LSRF"            magic
+ *   4  u8 version (1)    5  u8 type (enum raft_msg_type)
+ *   6  u8 flags          7  u8 from (node id)
+ *   8  u8 to (node id, 0xff: every member)    9  u8 zero
+ *   10 session[10]       the tape session, space padded: fences other clusters
+ *   20 u64 term   28 u64 seq   36 u64 seq_term   44 u64 commit
+ * Datagrams of another length (only an APPEND is longer), magic, version,
+ * session, type, or a node id >= n_nodes are refused. */
+#define SEQ_RAFT_WIRE_LEN 52
+struct raft_msg;
+size_t seq_raft_encode(uint8_t *out, const struct raft_msg *m, const struct mold_session *sess);
+/* Decodes the header. Returns 0 or -EBADMSG; m->entries is NULL,
+ * m->n_entries 0 (an APPEND's entries: seq_raft_decode_entries). */
+int seq_raft_decode(const uint8_t *buf, size_t len, const struct mold_session *sess, int n_nodes,
+		    struct raft_msg *m);
+/* The entries of an APPEND datagram (buf, len: the whole datagram, decoded
+ * by seq_raft_decode into m): the tape datagram after the header must be of
+ * session sess, start at m->seq + 1 and hold well-formed events, each
+ * entry's term the event's. Fills out[0..max-1] (pointing into buf) and sets
+ * m->entries and m->n_entries. Returns 0 or -EBADMSG. */
+struct raft_entry;
+int seq_raft_decode_entries(const uint8_t *buf, size_t len, const struct mold_session *sess,
+			    struct raft_msg *m, struct raft_entry *out, unsigned max);
 
 struct sequencer;
 

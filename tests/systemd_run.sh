@@ -10,12 +10,15 @@
 # and a unit path holding only lockstep's units and stub targets, so that
 # nothing of the host's own services is pulled in. (Not systemd-nspawn on a
 # debootstrapped rootfs: that takes a minute to build and a package more;
-# this boots in about a second, so it runs in every `make check`, ~15 s.)
-# Checks, one cluster (one sequencer, one matcher, one gateway) on the
-# namespace's loopback:
+# this boots in about a second, so it runs in every `make check`: ~20 s,
+# ~35 s on a busy two-CPU machine.)
+# Checks, one cluster (a group of three sequencers, one matcher, one
+# gateway) on the namespace's loopback:
 #   - a gateway started alone stays "activating" (no READY=1: no tape);
 #     `systemctl start lockstep.target` returns with every node active, and
-#     each one's own status then says it has joined (primary, live, ready);
+#     each one's own status then says it has joined: the sequencers elected
+#     one primary, the other two are its standbys in the same term; the
+#     matcher is live, the gateway ready;
 #   - the cluster started from lockstep.target serves orders;
 #   - each node runs as the lockstep user, without capabilities, with
 #     NoNewPrivs and seccomp, its journal in /var/lib/lockstep/NODE;
@@ -24,8 +27,10 @@
 #     login can log in, a removed one cannot), and fails, leaving the node
 #     running, on a broken credentials file; SIGHUP reloads too;
 #   - a SIGKILL'd matcher is restarted and rejoins (live at the tape's end);
-#   - a SIGSTOP'd sequencer is killed by the watchdog and restarted, and the
-#     cluster serves orders again;
+#   - a SIGSTOP'd primary sequencer: another one is elected primary and the
+#     cluster serves orders while the hung one waits for its watchdog; the
+#     watchdog kills it, it is restarted and comes back as a standby of the
+#     new primary, in its term; the cluster serves orders again;
 #   - `systemctl stop lockstep.target` ends every node cleanly (exit 0).
 # Skips (77) where the machine cannot host systemd so: not root, no
 # systemd, no unshare/nsenter, no cgroup2, no overlayfs.
@@ -92,8 +97,11 @@ for t in default sysinit basic shutdown multi-user network-online sockets timers
 		>"$T/units/$t.target"
 done
 # What `systemctl enable` would link (it writes to /etc/systemd/system).
+SEQS=(seq-1 seq-2 seq-3)
+UNITS=(lockstep-sequencer@seq-1 lockstep-sequencer@seq-2 lockstep-sequencer@seq-3
+	lockstep-matcher@matcher-1 lockstep-gateway@gw-1)
 mkdir -p "$T/units/lockstep.target.wants"
-for u in lockstep-sequencer@seq-1 lockstep-matcher@matcher-1 lockstep-gateway@gw-1; do
+for u in "${UNITS[@]}"; do
 	ln -s "../${u%@*}@.service" "$T/units/lockstep.target.wants/$u.service"
 done
 # Test-only drop-ins: no core file from the deliberately hung node; and a
@@ -117,15 +125,34 @@ cat >"$T/conf/logins.conf" <<EOF
 TRADR1 = pw1 FRMA
 TRADR2 = pw2 FRMB
 EOF
-cat >"$T/conf/sequencer-seq-1.conf" <<EOF
+# The sequencers' ports as ops/cluster lays them out: seq-1 listens on
+# P+100, retransmits on P+101 and talks raft on P+104; seq-j (j > 1) on
+# P+120+3(j-2) +0, +1, +2. The gateway and the matcher are given every node.
+seq_port() { # seq_port J K: seq-J's listen (K=0), retrans (K=1) or raft (K=2) port
+	if [ "$1" -eq 1 ]; then
+		echo $((P + 100 + ($2 == 2 ? 4 : $2)))
+	else
+		echo $((P + 120 + 3 * ($1 - 2) + $2))
+	fi
+}
+seq_list() { # seq_list K: every sequencer's port K, a comma list in node order
+	local j l=""
+	for j in 1 2 3; do l+="${l:+,}127.0.0.1:$(seq_port $j "$1")"; done
+	echo "$l"
+}
+for j in 1 2 3; do
+	cat >"$T/conf/sequencer-seq-$j.conf" <<EOF
 [node]
 log_level = info
 [sequencer]
-listen = 127.0.0.1:$((P + 100))
-retrans = 127.0.0.1:$((P + 101))
+listen = 127.0.0.1:$(seq_port $j 0)
+retrans = 127.0.0.1:$(seq_port $j 1)
 tape_group = 239.255.0.1:$((P + 102))
 tape_iface = 127.0.0.1
+node_id = $((j - 1))
+peers = $(seq_list 2)
 EOF
+done
 cat >"$T/conf/matcher-matcher-1.conf" <<EOF
 [node]
 log_level = info
@@ -133,7 +160,7 @@ log_level = info
 partition = 0
 tape_group = 239.255.0.1:$((P + 102))
 tape_iface = 127.0.0.1
-tape_retrans = 127.0.0.1:$((P + 101))
+tape_retrans = $(seq_list 1)
 exec_group = 239.255.0.2:$((P + 103))
 exec_retrans = 127.0.0.1:$((P + 111))
 symbols = AAPL MSFT AMZN GOOG
@@ -144,10 +171,10 @@ cat >"$T/conf/gateway-gw-1.conf" <<EOF
 log_level = info
 [gateway]
 ouch_listen = 127.0.0.1:$P
-sequencer = 127.0.0.1:$((P + 100))
+sequencer = $(seq_list 0)
 tape_group = 239.255.0.1:$((P + 102))
 tape_iface = 127.0.0.1
-tape_retrans = 127.0.0.1:$((P + 101))
+tape_retrans = $(seq_list 1)
 exec_group = 239.255.0.2:$((P + 103))
 exec_retrans = 127.0.0.1:$((P + 111))
 credentials = /etc/lockstep/logins.conf
@@ -229,23 +256,76 @@ innet() { nsenter -t "$SD" -n -- "$@"; } # the host's files, the cluster's netwo
 sdctl() { inside systemctl --no-pager "$@"; }
 prop() { sdctl show -p "$2" --value "$1"; }
 ctl() { inside /usr/local/bin/lockstepctl --node "$@"; }
-field() { # field NODE KEY: one field of the node's status (JSON)
-	ctl "$1" status --json | python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+# get_status NODE: the node's status in W, the words of `lockstepctl status`:
+# "NAME: ROLE STATE term=T seq=S commit=C ..." (the text rather than the
+# JSON: a python3 takes most of a second to start on a loaded machine, and
+# the checks below ask often).
+get_status() {
+	local line
+	line=$(ctl "$1" --timeout 1000 status) || return 1
+	read -r -a W <<<"$line"
+	[ "${#W[@]}" -ge 3 ]
 }
-# wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds.
-wait_for() {
-	local n=$(($1 * 10)) what=$2 i
-	shift 2
+# word KEY: STATE for state, else the VALUE of KEY=VALUE in W.
+word() {
+	local x
+	[ "$1" != state ] || { echo "${W[2]}"; return 0; }
+	for x in "${W[@]:3}"; do
+		case $x in "$1="*) echo "${x#*=}"; return 0 ;; esac
+	done
+	return 1
+}
+field() { get_status "$1" && word "$2"; } # field NODE KEY: one field of the node's status
+# try_for SECONDS COMMAND...: until COMMAND succeeds (0), or 1 after SECONDS.
+try_for() {
+	local n=$(($1 * 10)) i
+	shift
 	for ((i = 0; i < n; i++)); do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
-	fail "$what: not after $((n / 10)) s"
+	return 1
+}
+# wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds.
+wait_for() {
+	local what=$2
+	try_for "$1" "${@:3}" || fail "$what: not after $1 s"
+}
+# group_ok NODE...: the sequencers NODE... are one primary and standbys, all
+# in one term; sets PRIMARY and GTERM (not on failure). Run directly, not in
+# $(...), for those.
+group_ok() {
+	local n st t p="" term=""
+	for n in "$@"; do
+		get_status "$n" || return 1
+		st=$(word state) t=$(word term)
+		[ -n "$term" ] || term=$t
+		[ "$t" = "$term" ] || return 1
+		case $st in
+		primary) [ -z "$p" ] || return 1; p=$n ;;
+		standby) ;;
+		*) return 1 ;;
+		esac
+	done
+	[ -n "$p" ] || return 1
+	PRIMARY=$p GTERM=$term
+}
+group_says() { # group_says NODE...: "NODE STATE term T, ..." for the record
+	local n sep=""
+	for n in "$@"; do
+		if get_status "$n"; then
+			printf '%s%s %s term %s' "$sep" "$n" "$(word state)" "$(word term)"
+		else
+			printf '%s%s (no answer)' "$sep" "$n"
+		fi
+		sep=", "
+	done
 }
 is_state() { [ "$(prop "$1" ActiveState)" = "$2" ]; }
 restarted() { [ "$(prop "$1" NRestarts)" -gt "$2" ]; } # restarted UNIT N: more than N times
 has_status() { [ -n "$(prop "$1" StatusText)" ]; }
 same_seq() { [ "$(field "$1" seq)" = "$(field "$2" seq)" ]; }
+at_primary_seq() { group_ok "${SEQS[@]}" && same_seq "$1" "$PRIMARY"; } # at_primary_seq NODE
 # client NAME: a lockstep-client script (standard input) through gw-1.
 client() {
 	cat >"$T/$1.script"
@@ -270,32 +350,39 @@ case $status in "gateway starting term="*) ;; *) fail "gw-1 STATUS= is '$status'
 [ "$(field gw-1 state)" = starting ] || fail "gw-1 is not 'starting'"
 info "gw-1 alone: activating, STATUS=$status"
 
-# The whole cluster: start returns once every node is active (READY=1).
+# The whole cluster: start returns once every node is active (READY=1: a
+# sequencer sends it once it is the primary or a standby that knows it).
+# The three sequencers start together and elect one of them. (A few seconds
+# to settle: on a loaded machine a standby may time out on a late heartbeat
+# and ask for a new term once; that is the group working, not the units.)
 sdctl start lockstep.target || fail "systemctl start lockstep.target"
-for u in lockstep-sequencer@seq-1 lockstep-matcher@matcher-1 lockstep-gateway@gw-1; do
-	is_state $u active || fail "$u is $(prop $u ActiveState) after lockstep.target started"
+for u in "${UNITS[@]}"; do
+	is_state "$u" active || fail "$u is $(prop "$u" ActiveState) after lockstep.target started"
 done
-[ "$(field seq-1 state)" = primary ] || fail "seq-1 active but not primary"
+try_for 5 group_ok "${SEQS[@]}" || fail "not one primary and two standbys in one term: $(group_says "${SEQS[@]}")"
+info "elected $PRIMARY in term $GTERM: $(group_says "${SEQS[@]}")"
 [ "$(field matcher-1 state)" = live ] || fail "matcher-1 active but not live"
 [ "$(field gw-1 state)" = ready ] || fail "gw-1 active but not ready"
-for u in lockstep-sequencer@seq-1 lockstep-matcher@matcher-1 lockstep-gateway@gw-1; do
-	info "$u: active, STATUS=$(prop $u StatusText)"
+for u in "${UNITS[@]}"; do
+	info "$u: active, STATUS=$(prop "$u" StatusText)"
 done
 
 # ---- the hardened units run as their own user -------------------------------
 uid=$(inside id -u lockstep)
 [ "$uid" != 0 ] || fail "the lockstep user is root"
-for u in lockstep-sequencer@seq-1 lockstep-matcher@matcher-1 lockstep-gateway@gw-1; do
-	pid=$(prop $u MainPID)
+for u in "${UNITS[@]}"; do
+	pid=$(prop "$u" MainPID)
 	st=$(inside cat "/proc/$pid/status")
 	[ "$(awk '/^Uid:/ {print $3}' <<<"$st")" = "$uid" ] || fail "$u does not run as lockstep"
 	[ "$(awk '/^CapEff:/ {print $2}' <<<"$st")" = 0000000000000000 ] || fail "$u has capabilities"
 	[ "$(awk '/^NoNewPrivs:/ {print $2}' <<<"$st")" = 1 ] || fail "$u without NoNewPrivs"
 	[ "$(awk '/^Seccomp:/ {print $2}' <<<"$st")" = 2 ] || fail "$u without a seccomp filter"
 done
-[ "$(inside stat -c %U /var/lib/lockstep/seq-1/journal)" = lockstep ] ||
-	fail "seq-1's journal is not the lockstep user's"
-inside test -S /run/lockstep/seq-1/seq-1.ctl || fail "no control socket in RuntimeDirectory="
+for n in "${SEQS[@]}"; do
+	[ "$(inside stat -c %U "/var/lib/lockstep/$n/journal")" = lockstep ] ||
+		fail "$n's journal is not the lockstep user's"
+	inside test -S "/run/lockstep/$n/$n.ctl" || fail "no control socket of $n in RuntimeDirectory="
+done
 info "every node runs as lockstep (uid $uid), no capability, NoNewPrivs, seccomp"
 
 # ---- it serves orders ---------------------------------------------------------
@@ -375,25 +462,32 @@ info "lockstepctl stats --prometheus: $(grep -c '^# TYPE' "$T/prom.txt") familie
 
 # ---- SIGKILL: restarted, rejoins ------------------------------------------------
 u=lockstep-matcher@matcher-1
-pid=$(prop $u MainPID) n0=$(prop $u NRestarts)
+pid=$(prop "$u" MainPID) n0=$(prop "$u" NRestarts)
 inside kill -KILL "$pid"
-wait_for 20 "$u restarted" restarted $u "$n0"
-wait_for 20 "$u active again" is_state $u active
-[ "$(prop $u MainPID)" != "$pid" ] || fail "$u has its old PID"
+wait_for 20 "$u restarted" restarted "$u" "$n0"
+wait_for 20 "$u active again" is_state "$u" active
+[ "$(prop "$u" MainPID)" != "$pid" ] || fail "$u has its old PID"
 [ "$(field matcher-1 state)" = live ] || fail "matcher-1 restarted but not live"
-wait_for 10 "matcher-1 at the sequencer's seq" same_seq matcher-1 seq-1
-info "SIGKILL'd matcher-1: restarted (NRestarts $(prop $u NRestarts)), live at seq $(field matcher-1 seq)"
+wait_for 10 "matcher-1 at the primary's seq" at_primary_seq matcher-1
+info "SIGKILL'd matcher-1: restarted (NRestarts $(prop "$u" NRestarts)), live at seq $(field matcher-1 seq)"
 
-# ---- SIGSTOP: the watchdog kills it, it comes back ---------------------------
-u=lockstep-sequencer@seq-1
-pid=$(prop $u MainPID) n0=$(prop $u NRestarts) term0=$(field seq-1 term)
-info "$u: WatchdogUSec=$(prop $u WatchdogUSec); stopping its loop (SIGSTOP)"
+# ---- SIGSTOP: the group elects another primary, the watchdog restarts it ------
+try_for 5 group_ok "${SEQS[@]}" || fail "no group before the SIGSTOP: $(group_says "${SEQS[@]}")"
+old=$PRIMARY term0=$GTERM others=()
+for n in "${SEQS[@]}"; do [ "$n" = "$old" ] || others+=("$n"); done
+u=lockstep-sequencer@$old
+pid=$(prop "$u" MainPID) n0=$(prop "$u" NRestarts)
+info "$u: the primary in term $term0, WatchdogUSec=$(prop "$u" WatchdogUSec); stopping its loop (SIGSTOP)"
+t0=$EPOCHREALTIME
 inside kill -STOP "$pid"
-wait_for 30 "$u restarted by the watchdog" restarted $u "$n0"
-wait_for 5 "systemd's log of $u's watchdog timeout" \
-	grep -q "$u.service: Failed with result 'watchdog'" "$T/console.log"
-wait_for 20 "$u active again" is_state $u active
-[ "$(field seq-1 term)" -gt "$term0" ] || fail "seq-1 restarted without a new term"
+# The other two elect one of them long before the watchdog (2.5 to 5 s
+# after the last WATCHDOG=1, then RestartSec=) restarts the hung one.
+new_primary() { group_ok "${others[@]}" && [ "$GTERM" -gt "$term0" ]; }
+try_for 10 new_primary || fail "no new primary among ${others[*]}: $(group_says "${others[@]}")"
+t1=$EPOCHREALTIME
+! restarted "$u" "$n0" || fail "$old was restarted before another node was primary"
+new=$PRIMARY term1=$GTERM
+info "$new: primary in term $term1, seen $(((${t1/./} - ${t0/./}) / 1000)) ms after the SIGSTOP of $old"
 client orders3 <<'S'
 connect A TRADR1 pw1 seq 0
 connect B TRADR2 pw2 seq 0
@@ -403,17 +497,42 @@ B: sell 5 MSFT 300 token SB2
 B: expect Accepted token=SB2 *
 A: expect Executed token=SA2 5 @ 300.0000 *
 S
-info "SIGSTOP'd seq-1: watchdog timeout, restarted in term $(field seq-1 term), orders served again"
+info "orders served by $new's term with $old hung"
+wait_for 30 "$u restarted by the watchdog" restarted "$u" "$n0"
+wait_for 5 "systemd's log of $u's watchdog timeout" \
+	grep -q "$u.service: Failed with result 'watchdog'" "$T/console.log"
+wait_for 20 "$u active again" is_state "$u" active
+[ "$(prop "$u" MainPID)" != "$pid" ] || fail "$u has its old PID"
+# Back as a standby of the primary, in its term (pre-vote: a restarted
+# node does not depose a primary it can hear).
+try_for 5 group_ok "${SEQS[@]}" || fail "$old restarted, the group is not one primary and standbys: $(group_says "${SEQS[@]}")"
+[ "$(field "$old" state)" = standby ] || fail "$old restarted but not standby: $(group_says "${SEQS[@]}")"
+if [ "$PRIMARY" != "$new" ] || [ "$GTERM" != "$term1" ]; then
+	info "(the group moved on after the failover: $(group_says "${SEQS[@]}"))"
+fi
+client orders4 <<'S'
+connect A TRADR1 pw1 seq 0
+connect B TRADR2 pw2 seq 0
+A: buy 7 AMZN 120 token SA3
+A: expect Accepted token=SA3 *
+B: sell 7 AMZN 120 token SB3
+B: expect Accepted token=SB3 *
+A: expect Executed token=SA3 7 @ 120.0000 *
+B: expect Executed token=SB3 7 @ 120.0000 *
+S
+info "SIGSTOP'd $old: watchdog timeout, restarted (NRestarts $(prop "$u" NRestarts)), standby of $PRIMARY in term $GTERM; orders served again"
 
 # ---- systemctl stop: clean exits ------------------------------------------------
 # (The target stops first and the nodes after it, Before= reversed: stop
 # returns with the nodes' stop jobs running; wait for them.)
 sdctl stop lockstep.target || fail "systemctl stop lockstep.target"
-for u in lockstep-sequencer@seq-1 lockstep-matcher@matcher-1 lockstep-gateway@gw-1; do
-	wait_for 30 "$u inactive after stop" is_state $u inactive
-	[ "$(prop $u Result)" = success ] || fail "$u: Result=$(prop $u Result)"
-	[ "$(prop $u ExecMainStatus)" = 0 ] || fail "$u exited $(prop $u ExecMainStatus)"
+for u in "${UNITS[@]}"; do
+	wait_for 30 "$u inactive after stop" is_state "$u" inactive
+	[ "$(prop "$u" Result)" = success ] || fail "$u: Result=$(prop "$u" Result)"
+	[ "$(prop "$u" ExecMainStatus)" = 0 ] || fail "$u exited $(prop "$u" ExecMainStatus)"
 done
-wait_for 5 "seq-1's log of its clean stop" grep -q 'seq-1: stopped: term' "$T/console.log"
+for n in "${SEQS[@]}"; do
+	wait_for 5 "$n's log of its clean stop" grep -q "$n: stopped: term" "$T/console.log"
+done
 info "systemctl stop lockstep.target: every node exited 0"
 echo "ok: lockstep's units under systemd $(inside systemctl --version | awk 'NR == 1 {print $2}')"

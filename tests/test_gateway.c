@@ -1,5 +1,6 @@
-/* The gateway alone: credentials parsing, and a whole gateway on loopback
- * driven by a fake client, a fake sequencer and fake tape/exec senders. */
+/* The gateway alone: credentials parsing, address lists, and a whole
+ * gateway on loopback driven by a fake client, fake sequencers and fake
+ * tape/exec senders. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -12,9 +13,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addrlist.h"
 #include "gateway.h"
 #include "lockstep.pb-c.h"
 #include "moldudp64.h"
+#include "net.h"
 #include "soupbin.h"
 #include "wire.h"
 
@@ -122,6 +125,83 @@ START_TEST(default_session)
 }
 END_TEST
 
+/* ---- address lists ([gateway] sequencer, tape_retrans) ------------------- */
+
+static void ck_addr(const struct sockaddr_in *a, const char *ip, int port)
+{
+	char want[32], got[32];
+
+	snprintf(want, sizeof(want), "%s:%d", ip, port);
+	net_format_addr(a, got, sizeof(got));
+	ck_assert_str_eq(got, want);
+}
+
+START_TEST(addr_list_good)
+{
+	struct sockaddr_in a[GW_MAX_SEQUENCERS];
+
+	ck_assert_int_eq(net_parse_addr_list("127.0.0.1:16000", a, GW_MAX_SEQUENCERS), 1);
+	ck_addr(&a[0], "127.0.0.1", 16000);
+	ck_assert_int_eq(net_parse_addr_list("10.0.0.1:1,10.0.0.2:2", a, 2), 2);
+	ck_addr(&a[0], "10.0.0.1", 1);
+	ck_addr(&a[1], "10.0.0.2", 2);
+	/* blanks (spaces, tabs) around the items */
+	ck_assert_int_eq(net_parse_addr_list(" 10.0.0.1:1 ,10.0.0.2:2,\t10.0.0.3:3 \t", a, 3), 3);
+	ck_addr(&a[0], "10.0.0.1", 1);
+	ck_addr(&a[1], "10.0.0.2", 2);
+	ck_addr(&a[2], "10.0.0.3", 3);
+	/* a bare port is net_parse_addr's 0.0.0.0:port */
+	ck_assert_int_eq(net_parse_addr_list("7 , 8", a, 2), 2);
+	ck_addr(&a[1], "0.0.0.0", 8);
+	ck_assert_int_eq(net_parse_addr_list("1.1.1.1:1,2.2.2.2:2,3.3.3.3:3,4.4.4.4:4,5.5.5.5:5,"
+					     "6.6.6.6:6,7.7.7.7:7,8.8.8.8:8,9.9.9.9:9",
+					     a, GW_MAX_SEQUENCERS),
+			 9);
+	ck_addr(&a[8], "9.9.9.9", 9);
+}
+END_TEST
+
+static const struct {
+	const char *list;
+	int max, rc;
+} bad_lists[] = {
+	{ "", 9, -EINVAL },
+	{ " \t ", 9, -EINVAL },
+	{ ",", 9, -EINVAL },
+	{ "127.0.0.1:1,", 9, -EINVAL },
+	{ ",127.0.0.1:1", 9, -EINVAL },
+	{ "127.0.0.1:1,,127.0.0.2:2", 9, -EINVAL },
+	{ "127.0.0.1:1, ,127.0.0.2:2", 9, -EINVAL },
+	{ "127.0.0.1:1 127.0.0.2:2", 9, -EINVAL }, /* blanks are not separators */
+	{ "127.0.0.1 :1", 9, -EINVAL },
+	{ "127.0.0.1:", 9, -EINVAL },
+	{ "127.0.0.1:65536", 9, -EINVAL },
+	{ "127.0.0.1:x", 9, -EINVAL },
+	{ ":1", 9, -EINVAL },
+	{ "127.0.0.1:1", 0, -EINVAL },
+	{ "127.0.0.1:1", NET_ADDR_LIST_MAX + 1, -EINVAL },
+	{ "127.0.0.1:1,127.0.0.2:2", 1, -E2BIG },
+	{ "1.1.1.1:1,2.2.2.2:2,3.3.3.3:3,4.4.4.4:4,5.5.5.5:5,6.6.6.6:6,7.7.7.7:7,8.8.8.8:8,"
+	  "9.9.9.9:9,10.10.10.10:10",
+	  9, -E2BIG },
+	{ "127.0.0.1:1,127.0.0.2:2,127.0.0.3:3", 2, -E2BIG },
+};
+
+START_TEST(addr_list_bad)
+{
+	struct sockaddr_in a[GW_MAX_SEQUENCERS], keep[GW_MAX_SEQUENCERS];
+
+	memset(a, 0xab, sizeof(a));
+	memcpy(keep, a, sizeof(a));
+	ck_assert_msg(net_parse_addr_list(bad_lists[_i].list, a, bad_lists[_i].max) ==
+			      bad_lists[_i].rc,
+		      "\"%s\" (max %d): want %d", bad_lists[_i].list, bad_lists[_i].max,
+		      bad_lists[_i].rc);
+	ck_assert_msg(memcmp(a, keep, sizeof(a)) == 0, "\"%s\": output changed",
+		      bad_lists[_i].list);
+}
+END_TEST
+
 /* ---- a gateway on loopback ------------------------------------------------ */
 
 struct rig {
@@ -130,6 +210,7 @@ struct rig {
 	struct gw *gw;
 	int seq_fd; /* the fake sequencer */
 	int port; /* OUCH */
+	int tape_port; /* of the tape's multicast group, 239.255.9.1 */
 };
 
 static int udp_bound(int *port)
@@ -145,13 +226,15 @@ static int udp_bound(int *port)
 	return fd;
 }
 
-static void rig_open(struct rig *r)
+/* Opens the gateway with the rig's configuration, then `extra` overrides
+ * (section.key=value; the last setting of a key wins). */
+static void rig_open_ex(struct rig *r, char extra[][160], int n_extra)
 {
 	static const struct config_key *keys = gw_config_keys;
 	struct config_spec spec = { keys, NULL, NULL, NULL };
 	struct gw_config cfg;
-	char err[512], set[16][160], creds[128];
-	const char *ov[16];
+	char err[512], set[24][160], creds[128];
+	const char *ov[24];
 	int sp, n = 0, base = 30000 + (getpid() % 5000) * 4;
 	FILE *f;
 
@@ -161,6 +244,7 @@ static void rig_open(struct rig *r)
 	fputs("[logins]\nTRADR1 = pw1 FRMA\nTRADR2 = pw2 FRMB cancel_on_disconnect\n", f);
 	fclose(f);
 	r->seq_fd = udp_bound(&sp);
+	r->tape_port = base;
 	snprintf(set[n++], 160, "node.name=gwtest");
 	snprintf(set[n++], 160, "node.state_dir=%s", r->dir);
 	snprintf(set[n++], 160, "node.log_level=err");
@@ -174,6 +258,9 @@ static void rig_open(struct rig *r)
 	snprintf(set[n++], 160, "gateway.credentials=%s", creds);
 	snprintf(set[n++], 160, "gateway.heartbeat=200ms");
 	snprintf(set[n++], 160, "gateway.idle_timeout=600ms");
+	ck_assert_int_le(n + n_extra, 24);
+	for (int i = 0; i < n_extra; i++)
+		memcpy(set[n++], extra[i], 160);
 	for (int i = 0; i < n; i++)
 		ov[i] = set[i];
 	ck_assert_msg(config_load(&spec, &cfg, NULL, ov, (size_t)n, err, sizeof(err)) == 0, "%s",
@@ -183,6 +270,11 @@ static void rig_open(struct rig *r)
 	ck_assert_int_eq(gw_open(&r->gw, r->loop, &cfg), 0);
 	r->port = gw_ouch_port(r->gw);
 	ck_assert_int_gt(r->port, 0);
+}
+
+static void rig_open(struct rig *r)
+{
+	rig_open_ex(r, NULL, 0);
 }
 
 static void rig_close(struct rig *r)
@@ -403,6 +495,198 @@ START_TEST(heartbeat_and_idle)
 }
 END_TEST
 
+/* ---- a sequencer group of several nodes -------------------------------- */
+
+static const uint8_t enter_order[49] = "OTOKEN1        B\x00\x00\x00\x64"
+				       "AAPL    \x00\x0f\x42\x40\x00\x00\x00\x00"
+				       "FRMAAAN\x00\x00\x00\x00NR";
+
+/* Logs TRADR1 in and sends one Enter Order: command 1 of the stream. */
+static int client_enter(struct rig *r)
+{
+	uint8_t b[256], pkt[128];
+	size_t len;
+	int fd = client_connect(r), n;
+
+	client_login(fd, "TRADR1", "pw1", "", 0);
+	ck_assert_int_eq(client_read(r, fd, b, sizeof(b), &len), 'A');
+	n = soup_build_unsequenced(pkt, sizeof(pkt), enter_order, sizeof(enter_order));
+	ck_assert_int_eq(write(fd, pkt, (size_t)n), n);
+	return fd;
+}
+
+/* Runs the loop until one of fds is readable (or ms pass): the lowest index
+ * readable, -1 when none; readable[i] says which were. */
+static int pump_any(struct rig *r, const int *fds, int n, int ms, int *readable)
+{
+	for (int t = 0; t < ms; t += 5) {
+		struct pollfd p[4];
+		int first = -1;
+
+		ck_assert_int_le(n, 4);
+		ev_run(r->loop, EVRUN_NOWAIT);
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+		if (poll(p, (nfds_t)n, 5) <= 0)
+			continue;
+		for (int i = n - 1; i >= 0; i--) {
+			readable[i] = (p[i].revents & POLLIN) != 0;
+			if (readable[i])
+				first = i;
+		}
+		if (first >= 0)
+			return first;
+	}
+	return -1;
+}
+
+/* The next command-stream datagram of kind `kind` on fd (others skipped):
+ * its bytes in buf, its length returned. */
+static int seq_read_kind(struct rig *r, int fd, enum mold_kind kind, uint8_t *buf, size_t cap)
+{
+	struct mold_session ms;
+	struct mold_packet mp;
+
+	mold_session_set(&ms, "gwtest");
+	for (int i = 0; i < 100; i++) {
+		int n;
+
+		ck_assert_msg(pump_until(r, fd, 2000), "nothing from the gateway");
+		n = (int)recv(fd, buf, cap, 0);
+		ck_assert_int_eq(mold_parse(buf, (size_t)n, &ms, 0, &mp), 0);
+		if (mp.kind == kind)
+			return n;
+	}
+	ck_abort_msg("no datagram of kind %d", (int)kind);
+	return -1;
+}
+
+/* [gateway] sequencer lists two nodes: each gets every datagram of the
+ * command stream, the commands and the heartbeats, byte for byte. */
+START_TEST(two_sequencers)
+{
+	struct rig r;
+	char extra[1][160];
+	uint8_t a[2048], b[2048];
+	int fa, fb, pa, pb, na, nb, fd;
+
+	fa = udp_bound(&pa);
+	fb = udp_bound(&pb);
+	snprintf(extra[0], 160, "gateway.sequencer= 127.0.0.1:%d ,\t127.0.0.1:%d", pa, pb);
+	rig_open_ex(&r, extra, 1);
+	fd = client_enter(&r);
+	na = seq_read_kind(&r, fa, MOLD_DATA, a, sizeof(a));
+	nb = seq_read_kind(&r, fb, MOLD_DATA, b, sizeof(b));
+	ck_assert_int_eq(na, nb);
+	ck_assert_int_eq(memcmp(a, b, (size_t)na), 0);
+	ck_assert_uint_eq(wire_get_u64(a + MOLD_SESSION_LEN), 1); /* command 1 */
+	/* heartbeats (cmd_heartbeat 100ms) go to both as well */
+	na = seq_read_kind(&r, fa, MOLD_HEARTBEAT, a, sizeof(a));
+	nb = seq_read_kind(&r, fb, MOLD_HEARTBEAT, b, sizeof(b));
+	ck_assert_int_eq(na, MOLD_HEADER_LEN);
+	ck_assert_int_eq(nb, MOLD_HEADER_LEN);
+	ck_assert_int_eq(memcmp(a, b, MOLD_HEADER_LEN), 0);
+	close(fd);
+	rig_close(&r);
+	close(fa);
+	close(fb);
+}
+END_TEST
+
+/* A node the kernel refuses to send to (port 0: EINVAL on every send)
+ * does not keep the command stream from the others. */
+START_TEST(refused_sequencer)
+{
+	struct rig r;
+	char extra[1][160];
+	uint8_t a[2048];
+	int fa, pa, fd;
+
+	fa = udp_bound(&pa);
+	snprintf(extra[0], 160, "gateway.sequencer=127.0.0.1:0,127.0.0.1:%d", pa);
+	rig_open_ex(&r, extra, 1);
+	fd = client_enter(&r);
+	seq_read_kind(&r, fa, MOLD_DATA, a, sizeof(a));
+	ck_assert_uint_eq(wire_get_u64(a + MOLD_SESSION_LEN), 1);
+	seq_read_kind(&r, fa, MOLD_HEARTBEAT, a, sizeof(a));
+	close(fd);
+	rig_close(&r);
+	close(fa);
+}
+END_TEST
+
+/* Reads a tape request on fd: checks it asks from seq 1, returns the
+ * asker's address in from. */
+static void tape_request_read(int fd, struct sockaddr_in *from)
+{
+	struct mold_session ts;
+	struct mold_request q;
+	socklen_t fl = sizeof(*from);
+	uint8_t buf[64];
+	ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)from, &fl);
+
+	mold_session_set(&ts, "TAPE");
+	ck_assert_int_eq(mold_parse_request(buf, (size_t)n, &ts, &q), 0);
+	ck_assert_uint_eq(q.seq, 1);
+	ck_assert_uint_eq(q.count, 4);
+}
+
+/* [gateway] tape_retrans lists two servers, asked in turn; the too-old
+ * answer counts against the server it came from (by source address): the
+ * other one is asked at once, and the one that said so no more. */
+START_TEST(tape_too_old_by_source)
+{
+	struct rig r;
+	char extra[3][160];
+	uint8_t b[2048], hb[MOLD_HEADER_LEN];
+	struct mold_session ts;
+	struct sockaddr_in from, group = { .sin_family = AF_INET };
+	struct in_addr lo = { .s_addr = htonl(INADDR_LOOPBACK) };
+	int t[2], pt[2], rd[2] = { 0, 0 }, fd, mc;
+
+	t[0] = udp_bound(&pt[0]);
+	t[1] = udp_bound(&pt[1]);
+	snprintf(extra[0], 160, "gateway.tape_retrans=127.0.0.1:%d, 127.0.0.1:%d", pt[0], pt[1]);
+	snprintf(extra[1], 160, "gateway.request_delay=0ms");
+	snprintf(extra[2], 160, "gateway.retrans_timeout=50ms");
+	rig_open_ex(&r, extra, 3);
+	fd = client_enter(&r);
+	seq_read_kind(&r, r.seq_fd, MOLD_DATA, b, sizeof(b)); /* command 1 is out, unacknowledged */
+
+	/* a tape heartbeat says 1..4 exist: they may hold command 1 */
+	mc = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_ge(mc, 0);
+	ck_assert_int_eq(setsockopt(mc, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
+	inet_pton(AF_INET, "239.255.9.1", &group.sin_addr);
+	group.sin_port = htons((uint16_t)r.tape_port);
+	mold_session_set(&ts, "TAPE");
+	mold_build_heartbeat(hb, &ts, 5);
+	ck_assert_int_eq(sendto(mc, hb, sizeof(hb), 0, (struct sockaddr *)&group, sizeof(group)),
+			 (ssize_t)sizeof(hb));
+
+	/* asked from server 0, then (no answer) from server 1 */
+	ck_assert_int_eq(pump_any(&r, t, 2, 2000, rd), 0);
+	tape_request_read(t[0], &from);
+	ck_assert_int_eq(pump_any(&r, t, 2, 2000, rd), 1);
+	tape_request_read(t[1], &from);
+	/* server 1 holds nothing below 5: server 0 is asked again at once, and
+	 * the retry after that goes to server 0 too, not to server 1 */
+	ck_assert_int_eq(sendto(t[1], hb, sizeof(hb), 0, (struct sockaddr *)&from, sizeof(from)),
+			 (ssize_t)sizeof(hb));
+	for (int k = 0; k < 2; k++) {
+		rd[0] = rd[1] = 0;
+		ck_assert_int_eq(pump_any(&r, t, 2, 2000, rd), 0);
+		ck_assert_msg(!rd[1], "server 1 asked after its too-old answer");
+		tape_request_read(t[0], &from);
+	}
+	close(mc);
+	close(fd);
+	rig_close(&r);
+	close(t[0]);
+	close(t[1]);
+}
+END_TEST
+
 static Suite *gateway_suite(void)
 {
 	Suite *s = suite_create("gateway");
@@ -413,11 +697,16 @@ static Suite *gateway_suite(void)
 	tcase_add_loop_test(tc, cred_invalid, 0, (int)(sizeof(bad_creds) / sizeof(bad_creds[0])));
 	tcase_add_test(tc, creds_file);
 	tcase_add_test(tc, default_session);
+	tcase_add_test(tc, addr_list_good);
+	tcase_add_loop_test(tc, addr_list_bad, 0, (int)(sizeof(bad_lists) / sizeof(bad_lists[0])));
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tl, 20);
 	tcase_add_test(tl, login_rejects);
 	tcase_add_test(tl, order_to_command);
 	tcase_add_test(tl, heartbeat_and_idle);
+	tcase_add_test(tl, two_sequencers);
+	tcase_add_test(tl, refused_sequencer);
+	tcase_add_test(tl, tape_too_old_by_source);
 	suite_add_tcase(s, tl);
 	return s;
 }

@@ -1500,7 +1500,8 @@ START_TEST(gap_asks_for_a_retransmission_and_repeats)
 	ck_assert_int_eq(x->m.type, RAFT_MSG_REQUEST);
 	ck_assert_uint_eq(x->m.seq, 1);
 	free_msg(x);
-	/* the answer: 1..3 of 7; commit follows what matches; the rest is asked at once */
+	/* the answer: 1..3 of 7; commit follows what matches; the rest is asked
+	 * at once when the answer says it ended (RAFT_F_END) */
 	recv_msg(s, 1,
 		 (struct raft_msg){ .type = RAFT_MSG_APPEND,
 				    .from = 0,
@@ -1508,7 +1509,8 @@ START_TEST(gap_asks_for_a_retransmission_and_repeats)
 				    .seq = 0,
 				    .seq_term = 0,
 				    .n_entries = 3,
-				    .commit = 5 },
+				    .commit = 5,
+				    .flags = RAFT_F_END },
 		 e);
 	ck_assert_uint_eq(n->len, 3);
 	ck_assert_uint_eq(raft_commit(n->r), 3);

@@ -22,7 +22,9 @@
 #include "log.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "raft.h"
 #include "sequencer.h"
+#include "tape.h"
 
 #define WAIT_MS 2000 /* for anything that must arrive */
 #define QUIET_MS 250 /* for making sure nothing arrives */
@@ -750,6 +752,145 @@ START_TEST(control_status_and_stats)
 }
 END_TEST
 
+START_TEST(group_peers_parse)
+{
+	struct sockaddr_in a[SEQ_MAX_PEERS];
+
+	ck_assert_int_eq(seq_parse_peers("", a, SEQ_MAX_PEERS), 0);
+	ck_assert_int_eq(seq_parse_peers("  ", a, SEQ_MAX_PEERS), 0);
+	ck_assert_int_eq(seq_parse_peers("127.0.0.1:9300", a, SEQ_MAX_PEERS), 1);
+	ck_assert_int_eq(ntohs(a[0].sin_port), 9300);
+	ck_assert_int_eq(seq_parse_peers("127.0.0.1:1, 127.0.0.2:2 ,127.0.0.3:3", a, SEQ_MAX_PEERS),
+			 3);
+	ck_assert_uint_eq(ntohl(a[1].sin_addr.s_addr), 0x7f000002u);
+	ck_assert_int_eq(ntohs(a[2].sin_port), 3);
+	ck_assert_int_eq(seq_parse_peers("127.0.0.1:1,,127.0.0.1:2", a, SEQ_MAX_PEERS), -EINVAL);
+	ck_assert_int_eq(seq_parse_peers("127.0.0.1:1,", a, SEQ_MAX_PEERS), -EINVAL);
+	ck_assert_int_eq(seq_parse_peers("127.0.0.1:0", a, SEQ_MAX_PEERS), -EINVAL);
+	ck_assert_int_eq(seq_parse_peers("nohost", a, SEQ_MAX_PEERS), -EINVAL);
+	ck_assert_int_eq(seq_parse_peers("127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", a, 2), -E2BIG);
+}
+END_TEST
+
+START_TEST(group_wire_round_trip_and_refusals)
+{
+	struct mold_session tape, other;
+	struct raft_msg m = { .type = RAFT_MSG_VOTE_REPLY, .from = 2, .to = 1, .term = 7,
+			      .seq = 1ull << 40, .seq_term = 6, .commit = 99,
+			      .flags = RAFT_F_PRE | RAFT_F_GRANTED };
+	struct raft_msg back;
+	uint8_t buf[SEQ_RAFT_WIRE_LEN + 1];
+
+	ck_assert_int_eq(mold_session_set(&tape, "TAPE"), 0);
+	ck_assert_int_eq(mold_session_set(&other, "TAPE2"), 0);
+	ck_assert_uint_eq(seq_raft_encode(buf, &m, &tape), SEQ_RAFT_WIRE_LEN);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &tape, 3, &back), 0);
+	ck_assert_int_eq(back.type, m.type);
+	ck_assert_int_eq(back.from, 2);
+	ck_assert_int_eq(back.to, 1);
+	ck_assert_uint_eq(back.term, 7);
+	ck_assert_uint_eq(back.seq, 1ull << 40);
+	ck_assert_uint_eq(back.seq_term, 6);
+	ck_assert_uint_eq(back.commit, 99);
+	ck_assert_uint_eq(back.flags, RAFT_F_PRE | RAFT_F_GRANTED);
+	ck_assert_ptr_null(back.entries);
+	/* to every member */
+	m.type = RAFT_MSG_HEARTBEAT;
+	m.to = RAFT_ALL;
+	m.flags = 0;
+	seq_raft_encode(buf, &m, &tape);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &tape, 3, &back), 0);
+	ck_assert_int_eq(back.to, RAFT_ALL);
+	/* refusals: length, session, node ids, type, magic */
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN - 1, &tape, 3, &back), -EBADMSG);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN + 1, &tape, 3, &back), -EBADMSG);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &other, 3, &back), -EBADMSG);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &tape, 2, &back), -EBADMSG);
+	m.type = RAFT_MSG_APPEND; /* with no entries: the header alone */
+	seq_raft_encode(buf, &m, &tape);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &tape, 3, &back), 0);
+	ck_assert_int_eq(back.type, RAFT_MSG_APPEND);
+	m.type = RAFT_MSG_MAX;
+	seq_raft_encode(buf, &m, &tape);
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &tape, 3, &back), -EBADMSG);
+	m.type = RAFT_MSG_ACK;
+	seq_raft_encode(buf, &m, &tape);
+	buf[0] = 'X';
+	ck_assert_int_eq(seq_raft_decode(buf, SEQ_RAFT_WIRE_LEN, &tape, 3, &back), -EBADMSG);
+}
+END_TEST
+
+/* An APPEND: the header, then a tape datagram whose events are the entries
+ * prev + 1 onwards, each with its own term. */
+START_TEST(group_append_entries)
+{
+	struct mold_session tape, other;
+	struct raft_msg m = { .type = RAFT_MSG_APPEND, .from = 0, .to = RAFT_ALL, .term = 5,
+			      .seq = 41, .seq_term = 4, .commit = 40 };
+	struct raft_msg back;
+	struct raft_entry en[8];
+	struct mold_builder b;
+	uint8_t buf[1500], ev[128];
+	size_t n, len;
+
+	ck_assert_int_eq(mold_session_set(&tape, "TAPE"), 0);
+	ck_assert_int_eq(mold_session_set(&other, "OTHER"), 0);
+	seq_raft_encode(buf, &m, &tape);
+	mold_build_begin(&b, buf + SEQ_RAFT_WIRE_LEN, sizeof(buf) - SEQ_RAFT_WIRE_LEN, &tape, 42);
+	for (uint64_t seq = 42; seq <= 44; seq++) {
+		n = tape_event_encode(ev, sizeof(ev), seq == 42 ? 4 : 5, seq, 1, "GW1", seq, seq,
+				      (const uint8_t *)"xyz", 3);
+		ck_assert_uint_gt(n, 0);
+		ck_assert_int_eq(mold_build_add(&b, ev, (uint16_t)n), MOLD_OK);
+	}
+	len = SEQ_RAFT_WIRE_LEN + mold_build_end(&b);
+	ck_assert_int_eq(seq_raft_decode(buf, len, &tape, 3, &back), 0);
+	ck_assert_int_eq(seq_raft_decode_entries(buf, len, &tape, &back, en, 8), 0);
+	ck_assert_uint_eq(back.n_entries, 3);
+	ck_assert_ptr_eq(back.entries, en);
+	ck_assert_uint_eq(en[0].term, 4);
+	ck_assert_uint_eq(en[2].term, 5);
+	ck_assert_uint_eq(back.seq, 41);
+	ck_assert_uint_eq(back.seq_term, 4);
+	/* too many for the caller's array; another session; not after prev */
+	ck_assert_int_eq(seq_raft_decode_entries(buf, len, &tape, &back, en, 2), -EBADMSG);
+	ck_assert_int_eq(seq_raft_decode_entries(buf, len, &other, &back, en, 8), -EBADMSG);
+	back.seq = 40;
+	ck_assert_int_eq(seq_raft_decode_entries(buf, len, &tape, &back, en, 8), -EBADMSG);
+	/* a truncated tape datagram */
+	ck_assert_int_eq(seq_raft_decode(buf, len - 1, &tape, 3, &back), 0);
+	ck_assert_int_eq(seq_raft_decode_entries(buf, len - 1, &tape, &back, en, 8), -EBADMSG);
+}
+END_TEST
+
+/* A group needs a journal that syncs; a node_id outside peers and a bad
+ * peers list are refused; a group of one is the single node. */
+START_TEST(group_config_checked)
+{
+	struct seq_stats st;
+	struct sequencer *s = NULL;
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct seq_config c = H.cfg;
+
+	seq_stop(NULL); /* the fixture's, started before this test's config */
+	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301,127.0.0.1:9302,127.0.0.1:9303");
+	c.fsync = 0; /* none */
+	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
+	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301,bad");
+	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
+	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301");
+	c.node_id = 1;
+	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
+	ev_loop_destroy(loop);
+	H.cfg.node_id = 0;
+	snprintf(H.cfg.peers, sizeof(H.cfg.peers), "127.0.0.1:9301");
+	seq_start();
+	ck_assert_uint_eq(seq_term(H.s), 2); /* a group of one: as before, a new term */
+	ck_assert_uint_eq(seq_last_seq(H.s), 2); /* the two term starts */
+	seq_stop(&st);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sequencer");
@@ -771,6 +912,10 @@ int main(void)
 	tcase_add_test(tc, malformed_and_oversize_are_counted);
 	tcase_add_test(tc, many_commands_fill_datagrams);
 	tcase_add_test(tc, control_status_and_stats);
+	tcase_add_test(tc, group_peers_parse);
+	tcase_add_test(tc, group_wire_round_trip_and_refusals);
+	tcase_add_test(tc, group_append_entries);
+	tcase_add_test(tc, group_config_checked);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
