@@ -13,12 +13,18 @@ CTL=$top_builddir/lockstepctl
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 
-# A port base P such that P..P+199 are free for TCP and UDP.
+# A port base P such that P..P+199 are free for TCP and UDP. Below the
+# kernel's ephemeral range where it leaves room (10000 up to it), so that a
+# socket bound to "any port" (the daemons' request sockets, other tests'
+# clients) cannot take a port of the cluster between the check and the
+# bind: the sequencers of a group start all at once.
 free_port_base() {
-	local used p i
+	local used p i lo slots=190 base=100
 	used=$(ss -Htuan 2>/dev/null | awk '{print $5}' | sed 's/.*://' | sort -u)
+	lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0)
+	if [ "${lo:-0}" -ge 20000 ]; then base=50 slots=$((lo / 200 - 1 - 50)); fi
 	for i in $(seq 1 50); do
-		p=$(( (RANDOM % 190 + 100) * 200 ))
+		p=$(( (RANDOM % slots + base) * 200 ))
 		if ! printf '%s\n' "$used" | awk -v lo="$p" -v hi=$((p + 199)) '$1 >= lo && $1 <= hi {f=1} END {exit !f}'; then
 			echo "$p"
 			return 0
@@ -27,12 +33,17 @@ free_port_base() {
 	fail "no free port range"
 }
 
+# Sequencers of the clusters below: 1 (the single node: these tests are
+# about one thing each, and read seq-1) unless the test passes --sequencers
+# itself; LOCKSTEP_TEST_SEQUENCERS=3 runs them all on a Raft group.
+SEQUENCERS=${LOCKSTEP_TEST_SEQUENCERS:-1}
+
 # cluster_up [ops/cluster up options]: a cluster in $T (a new temp dir) on $P.
 cluster_up() {
 	T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-test.XXXXXX")
 	P=$(free_port_base)
 	trap cluster_cleanup EXIT
-	if ! "$CLUSTER" up --dir "$T" --port "$P" "$@" >"$T/up.out" 2>&1; then
+	if ! "$CLUSTER" up --dir "$T" --port "$P" --sequencers "$SEQUENCERS" "$@" >"$T/up.out" 2>&1; then
 		cat "$T/up.out" >&2
 		fail "cluster did not come up"
 	fi
@@ -71,16 +82,28 @@ status_field() {
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 
+# primary_node [SECONDS]: the name of the primary sequencer (ops/cluster
+# primary); fails the test when there is none within SECONDS (default 10).
+primary_node() {
+	local end=$((SECONDS + ${1:-10})) p
+	while :; do
+		p=$("$CLUSTER" primary --dir "$T" 2>/dev/null) && { echo "$p"; return 0; }
+		[ $SECONDS -lt $end ] || fail "no primary sequencer after ${1:-10} s"
+		sleep 0.1
+	done
+}
+
 # ---- Multi-host tests (tests/netlab_*.sh): a cluster across the network
 # namespaces of ops/netlab, one node per host (ops/cluster --netlab).
 NETLAB=$top_srcdir/ops/netlab
 
 # netlab_cluster_up HOSTS [ops/cluster up options]: skips (77) where this
-# machine cannot make a netlab; else a netlab of HOSTS hosts named $L, a
+# machine cannot make a netlab; else a netlab of HOSTS hosts named $L (HOSTS
+# counted with one sequencer: one more host per extra one of $SEQUENCERS), a
 # cluster in $T on it, and GW = gateway 1's OUCH address. Everything is
 # deleted on exit, whatever happens.
 netlab_cluster_up() {
-	local hosts=$1 why
+	local hosts=$(($1 + SEQUENCERS - 1)) why
 	shift
 	why=$("$NETLAB" check 2>&1) || skip "no netlab on this machine: ${why:-netlab check failed}"
 	L=lst$$
@@ -89,7 +112,7 @@ netlab_cluster_up() {
 	trap netlab_cleanup EXIT
 	trap 'exit 143' TERM INT
 	"$NETLAB" --name "$L" up "$hosts" >"$T/netlab.out" 2>&1 || { cat "$T/netlab.out" >&2; fail "netlab did not come up"; }
-	if ! "$CLUSTER" up --netlab="$L" --dir "$T" --port "$P" "$@" >"$T/up.out" 2>&1; then
+	if ! "$CLUSTER" up --netlab="$L" --dir "$T" --port "$P" --sequencers "$SEQUENCERS" "$@" >"$T/up.out" 2>&1; then
 		cat "$T/up.out" >&2
 		fail "cluster did not come up on the netlab"
 	fi
@@ -129,18 +152,19 @@ bench() {
 }
 
 # wait_agree SECONDS: until every matcher has applied everything the
-# sequencer has sequenced (and is live); then checks that they all report
-# the same seq and hash. Sets SEQ and HASH.
+# sequencer (the primary of a group) has committed (and is live); then
+# checks that they all report the same seq and hash. Sets SEQ and HASH.
 wait_agree() {
-	local end=$((SECONDS + $1)) n s ok
+	local end=$((SECONDS + $1)) n s ok pr
 	while :; do
-		s=$(status_field seq-1 seq)
+		pr=$(primary_node "$1")
+		s=$(status_field "$pr" commit)
 		ok=1
 		for n in $(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//'); do
 			[ "$(status_field "$n" seq)" = "$s" ] && [ "$(status_field "$n" state)" = live ] || ok=0
 		done
-		[ $ok = 1 ] && [ "$(status_field seq-1 seq)" = "$s" ] && break
-		[ $SECONDS -lt $end ] || { "$CLUSTER" status --dir "$T" >&2; fail "matchers not at the sequencer's seq $s after $1 s"; }
+		[ $ok = 1 ] && [ "$(status_field "$pr" commit)" = "$s" ] && break
+		[ $SECONDS -lt $end ] || { "$CLUSTER" status --dir "$T" >&2; fail "matchers not at the sequencer's commit $s after $1 s"; }
 		sleep 0.2
 	done
 	SEQ=$s HASH=
