@@ -437,7 +437,8 @@ static struct sockaddr_in random_group(void)
 	srand((unsigned)(mono_ns() ^ (uint64_t)getpid() << 16));
 	r = (unsigned)rand();
 	g.sin_addr.s_addr = htonl(0xefff0000u | (r & 0xfffe) | 1u); /* 239.255.x.y, y odd */
-	g.sin_port = htons((uint16_t)(20000 + (unsigned)rand() % 40000));
+	/* below the ephemeral range (32768 up): no other process's socket there */
+	g.sin_port = htons((uint16_t)(20000 + (unsigned)rand() % 12000));
 	return g;
 }
 

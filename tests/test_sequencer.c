@@ -141,13 +141,19 @@ static void setup(void)
 	log_init("test_sequencer", LOG_LVL_WARNING);
 	snprintf(H.dir, sizeof(H.dir), "/tmp/test_sequencer.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(H.dir));
-	rnd = (unsigned)(getpid() ^ (unsigned)mono_ns());
-	snprintf(group, sizeof(group), "239.255.%u.%u:%u", (rnd >> 8) & 0xff, 1 + rnd % 250,
-		 20000 + (rnd >> 16) % 40000);
-	fill_config(&H.cfg, H.dir, group);
-	ck_assert_int_eq(net_parse_addr(group, &H.group), 0);
-	H.tape_fd = net_mcast_recv_open(&H.group, "127.0.0.1", &o, NULL);
+	/* A random group and a port below the ephemeral range (32768 up),
+	 * where other processes' sockets are not; another try if it is taken. */
+	for (int attempt = 0; attempt < 20; attempt++) {
+		rnd = (unsigned)(getpid() ^ (unsigned)mono_ns()) * 2654435761u;
+		snprintf(group, sizeof(group), "239.255.%u.%u:%u", (rnd >> 8) & 0xff,
+			 1 + rnd % 250, 20000 + (rnd >> 16) % 12000);
+		ck_assert_int_eq(net_parse_addr(group, &H.group), 0);
+		H.tape_fd = net_mcast_recv_open(&H.group, "127.0.0.1", &o, NULL);
+		if (H.tape_fd != -EADDRINUSE)
+			break;
+	}
 	ck_assert_int_ge(H.tape_fd, 0);
+	fill_config(&H.cfg, H.dir, group);
 	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	H.gw_fd = net_udp_open(&any, &o, NULL, NULL);
 	ck_assert_int_ge(H.gw_fd, 0);
