@@ -30,12 +30,14 @@ int main(int argc, char **argv)
 	struct daemon_signals sig = { .on_stop = on_stop, .on_reload = on_reload };
 	struct ev_loop *loop = EV_DEFAULT;
 	struct matcher *m;
-	int r, err;
+	int r, err, diverged;
 
 	r = daemon_start(argc, argv, "lockstep-matcher",
 			 "Applies the committed tape to the order books of one partition, in order, and\n"
 			 "publishes the executions as a MoldUDP64 stream; replicas of a partition\n"
-			 "publish identical streams.",
+			 "publish identical streams and compare their state hashes at checkpoints.\n"
+			 "Exit status: 0 after a clean stop, 1 on a start-up error, 3 when the\n"
+			 "replica was outvoted at a checkpoint (diverged).",
 			 &matcher_config_spec, &cfg, &cfg.node, &args);
 	if (r != 0)
 		return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
@@ -52,7 +54,14 @@ int main(int argc, char **argv)
 	notifier_stopping(&notifier);
 	notifier_stop(&notifier);
 	daemon_signals_stop(&sig, loop);
+	/* outvoted at a checkpoint: the service manager (and the drill) must
+	 * see that this replica's state was wrong, not a clean stop */
+	diverged = matcher_diverged(m);
 	matcher_destroy(m);
+	if (diverged) {
+		log_err("stopped: diverged (exit status %d)", MATCHER_EXIT_DIVERGED);
+		return MATCHER_EXIT_DIVERGED;
+	}
 	log_notice("stopped");
 	return EXIT_SUCCESS;
 }

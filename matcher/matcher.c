@@ -28,6 +28,8 @@
 #define EXEC_SLOT MATCHER_EXEC_SLOT /* bytes per exec block in the ring (snapshot.h) */
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
 #define DRAIN_ROUNDS 16 /* recvmmsg calls per wakeup, so one stream cannot starve the rest */
+#define CKPT_WINDOW 64 /* checkpoints remembered (others' hashes, votes) */
+#define CKPT_PEERS 16 /* other replicas told apart by name; also the most [matcher] replicas */
 
 #define OFF(f) offsetof(struct matcher_config, f)
 #define STR_(x) #x
@@ -91,16 +93,31 @@ static const struct config_key matcher_keys[] = {
 	  "snapshots kept in <state_dir>/snapshots (older ones are deleted)" },
 	{ "matcher", "max_datagram", CONFIG_UINT, OFF(max_datagram), 0, "1472", 64, 65507, NULL,
 	  "largest execution datagram" },
+	{ "matcher", "checkpoint_interval", CONFIG_UINT, OFF(checkpoint_interval), 0, "1000", 0,
+	  1e15, NULL,
+	  "multicast the state hash every this many tape seqs and compare it with the other "
+	  "replicas' (0: off)" },
+	{ "matcher", "checkpoint_group", CONFIG_STRING, OFF(checkpoint_group), 64, "", 0, 0, NULL,
+	  "multicast group:port the partition's replicas exchange checkpoints on (default: "
+	  "exec_group's address + 1, exec_group's port)" },
+	{ "matcher", "replicas", CONFIG_UINT, OFF(replicas), 0, "1", 1, CKPT_PEERS, NULL,
+	  "replicas of this partition: a majority of them (replicas / 2 + 1) that agrees on "
+	  "another state hash at a checkpoint stops this one (1: never outvoted)" },
+	{ "matcher", "test_fault_diverge_at", CONFIG_UINT, OFF(test_fault_diverge_at), 0, "0", 0,
+	  0, NULL,
+	  "tests only: after the event at this tape seq, book an order that is not on the "
+	  "tape, so that this replica diverges (0: off)" },
 	CONFIG_END,
 };
 
 const struct config_spec matcher_config_spec = { .keys = matcher_keys };
 
 /* stalled: a part of the tape that no retransmission server holds any more
- * is missing; the replica cannot go on by itself (logged as an error). */
-enum matcher_state { M_STARTING, M_CATCHING_UP, M_LIVE, M_STALLED, M_STATE_MAX };
+ * is missing; the replica cannot go on by itself (logged as an error).
+ * diverged: outvoted at a checkpoint; final (see diverge()). */
+enum matcher_state { M_STARTING, M_CATCHING_UP, M_LIVE, M_STALLED, M_DIVERGED, M_STATE_MAX };
 static const char *const state_names[M_STATE_MAX] = { "starting", "catching-up", "live",
-						      "stalled" };
+						      "stalled", "diverged" };
 
 struct matcher_stats {
 	uint64_t tape_packets, tape_malformed, tape_wrong_session, tape_duplicates, tape_gaps;
@@ -111,6 +128,22 @@ struct matcher_stats {
 	uint64_t exec_blocks_resent, heartbeats_sent, rxq_dropped;
 	uint64_t tape_answers, tape_too_old, tape_unrecoverable, exec_requests_dropped;
 	uint64_t drops_injected, drops_injected_data;
+	uint64_t checkpoints_sent, checkpoint_send_errors, checkpoints_received;
+	uint64_t checkpoints_agreed, checkpoints_diverged, checkpoints_undecided;
+	uint64_t checkpoint_dissents, checkpoints_malformed, checkpoints_other_partition;
+	uint64_t checkpoints_out_of_window, checkpoints_ignored;
+	uint64_t exec_blocks_withheld, exec_requests_refused;
+};
+
+/* One checkpoint's votes: this replica's hash once it has applied the seq,
+ * and the others' as they arrive (before or after). */
+struct ckpt_slot {
+	uint64_t seq; /* 0: unused */
+	uint64_t own; /* valid when own_known */
+	uint64_t hash[CKPT_PEERS]; /* peer k's, valid when bit k of present is set */
+	uint32_t present;
+	uint8_t own_known;
+	uint8_t vote; /* enum matcher_vote */
 };
 
 struct matcher {
@@ -169,6 +202,24 @@ struct matcher {
 	uint64_t snap_last; /* the newest complete snapshot's tape seq (or loaded one) */
 	uint64_t start_seq; /* the first tape seq to apply */
 
+	/* checkpoints: peer k is ck_peer[k] (names in order of first report) */
+	int ck_fd;
+	ev_io ck_io;
+	struct sockaddr_in ck_group;
+	struct net_batch ck_rx;
+	char ck_peer[CKPT_PEERS][MATCHER_CKPT_NAME_LEN + 1];
+	unsigned n_peers;
+	struct ckpt_slot ck[CKPT_WINDOW]; /* checkpoint seq C in ck[C / interval % CKPT_WINDOW] */
+	uint64_t ck_last_agreed; /* the newest checkpoint seq agreed at, 0: none */
+	int ck_warned; /* the replicas-count warning was logged */
+
+	/* divergence (final) and the test fault that causes it */
+	int diverged;
+	char div_msg[400]; /* the STATUS message once diverged */
+	uint64_t last_tape_ns; /* tape time of the last event applied */
+	int fault_active; /* the fault's order is being booked: its messages are swallowed */
+	int fault_booked; /* ... and was Accepted */
+
 	ev_timer tick;
 	struct ctl_server *ctl;
 	struct matcher_stats st;
@@ -176,6 +227,7 @@ struct matcher {
 
 static struct log_ratelimit rl_malformed = LOG_RATELIMIT_INIT(5, 5);
 static struct log_ratelimit rl_lost = LOG_RATELIMIT_INIT(1, 5);
+static struct log_ratelimit rl_ckpt = LOG_RATELIMIT_INIT(5, 5);
 
 /* The last tape seq applied. */
 static uint64_t applied(const struct matcher *m)
@@ -185,9 +237,10 @@ static uint64_t applied(const struct matcher *m)
 	return next ? next - 1 : 0;
 }
 
+/* diverged is final: catching up or going live again does not undo it. */
 static void set_state(struct matcher *m, enum matcher_state s)
 {
-	if (m->state == s)
+	if (m->state == s || m->state == M_DIVERGED)
 		return;
 	log_notice("%s -> %s at tape seq %llu", state_names[m->state], state_names[s],
 		   (unsigned long long)applied(m));
@@ -230,9 +283,21 @@ static void on_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 	struct matcher *m = ctx;
 	uint8_t block[EXEC_SLOT - 2];
 	/* shared with lockstep-replay rebuild, which counts exec blocks alike */
-	int len = matcher_exec_encode(block, m->cur_tape_seq, user, msg);
+	int len;
 	uint8_t *slot;
 
+	if (m->fault_active) {
+		/* the diverge fault's order is for nobody: no message of it
+		 * goes out, so the stream keeps the others' numbering */
+		m->fault_booked |= msg->type == OUCH_ACCEPTED;
+		return;
+	}
+	if (m->diverged) {
+		m->exec_next++;
+		m->st.exec_blocks_withheld++;
+		return;
+	}
+	len = matcher_exec_encode(block, m->cur_tape_seq, user, msg);
 	if (len < 0) {
 		log_err("cannot encode an outbound %c message: %s", msg->type, ouch_strerror(len));
 		return;
@@ -326,6 +391,8 @@ static int snapshot_take(struct matcher *m, uint64_t seq)
 {
 	pid_t pid;
 
+	if (m->diverged)
+		return -ESTALE; /* the state is wrong: a snapshot of it would be loaded later */
 	if (m->snap_pid > 0) {
 		m->st.snapshots_skipped_busy++;
 		log_warn("snapshot at tape seq %llu skipped: the one at %llu is still being written",
@@ -356,6 +423,8 @@ static int snapshot_take(struct matcher *m, uint64_t seq)
 	return 0;
 }
 
+static void snapshot_quarantine(struct matcher *m);
+
 static void snapshot_done(struct matcher *m, int status)
 {
 	ev_child_stop(m->loop, &m->snap_child);
@@ -365,6 +434,8 @@ static void snapshot_done(struct matcher *m, int status)
 		m->snap_last = m->snap_pending;
 		log_notice("snapshot at tape seq %llu written", (unsigned long long)m->snap_pending);
 		snapshot_prune(m);
+		if (m->diverged)
+			snapshot_quarantine(m); /* it may postdate the last agreed checkpoint */
 	} else {
 		m->st.snapshots_failed++;
 		log_err("snapshot at tape seq %llu failed (see %s)",
@@ -377,6 +448,31 @@ static void on_snap_child(struct ev_loop *loop, ev_child *w, int revents)
 	(void)loop;
 	(void)revents;
 	snapshot_done(w->data, w->rstatus);
+}
+
+/* A diverged replica's snapshots after its last agreed checkpoint may hold
+ * the wrong state, which a restart would load: they are renamed
+ * snap-SEQ.lss.diverged (kept for a post-mortem, never loaded). */
+static void snapshot_quarantine(struct matcher *m)
+{
+	uint64_t seqs[1024];
+	size_t n = snap_list(m->snap_dir, seqs, 1024);
+	char path[340], to[360];
+
+	for (size_t i = 0; i < n; i++) {
+		if (seqs[i] <= m->ck_last_agreed)
+			continue;
+		snprintf(path, sizeof(path), "%s/snap-%020llu.lss", m->snap_dir,
+			 (unsigned long long)seqs[i]);
+		snprintf(to, sizeof(to), "%s.diverged", path);
+		if (rename(path, to) == 0)
+			log_warn("snapshot %s renamed %s: taken after the last agreed checkpoint "
+				 "(%llu), it is not trusted", path, to,
+				 (unsigned long long)m->ck_last_agreed);
+		else
+			log_err("snapshot %s: rename to %s: %s: delete it before restarting", path,
+				to, strerror(errno));
+	}
 }
 
 /* At a stop: waits for a snapshot being written. */
@@ -472,6 +568,7 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	if (seq > m->commit)
 		return -EAGAIN;
 	m->cur_tape_seq = seq;
+	m->last_tape_ns = v.timestamp;
 	/* The conversion lockstep-replay's rebuild shares (matcher/convert.h). */
 	switch (convert_event(&v, m->cfg->partition, &m->arena, &cmd)) {
 	case CONVERT_SKIP:
@@ -493,6 +590,382 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	return 0;
 }
 
+/* --- checkpoints (format in matcher.h) ------------------------------------ */
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static int ckpt_printable(uint8_t c)
+{
+	return c >= 0x20 && c <= 0x7e;
+}
+
+int matcher_checkpoint_encode(uint8_t out[MATCHER_CKPT_LEN], const struct matcher_checkpoint *c)
+{
+	size_t len = strnlen(c->name, MATCHER_CKPT_NAME_LEN + 1);
+
+	if (len == 0 || len > MATCHER_CKPT_NAME_LEN || c->name[len - 1] == ' ' ||
+	    c->partition > 0xffff || c->seq == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (!ckpt_printable((uint8_t)c->name[i]))
+			return -EINVAL;
+	memcpy(out, "LSCK", 4);
+	put_u16(out + 4, MATCHER_CKPT_VERSION);
+	put_u16(out + 6, (uint16_t)c->partition);
+	memset(out + 8, ' ', MATCHER_CKPT_NAME_LEN);
+	memcpy(out + 8, c->name, len);
+	wire_put_u64(out + 40, c->seq);
+	wire_put_u64(out + 48, c->hash);
+	return MATCHER_CKPT_LEN;
+}
+
+int matcher_checkpoint_decode(const uint8_t *buf, size_t len, struct matcher_checkpoint *out)
+{
+	size_t n = MATCHER_CKPT_NAME_LEN;
+	uint64_t seq;
+
+	if (len != MATCHER_CKPT_LEN)
+		return -EMSGSIZE;
+	if (memcmp(buf, "LSCK", 4) != 0)
+		return -EBADMSG;
+	if (get_u16(buf + 4) != MATCHER_CKPT_VERSION)
+		return -EPROTONOSUPPORT;
+	while (n > 0 && buf[8 + n - 1] == ' ')
+		n--;
+	if (n == 0)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++)
+		if (!ckpt_printable(buf[8 + i]))
+			return -EBADMSG;
+	seq = wire_get_u64(buf + 40);
+	if (seq == 0)
+		return -EBADMSG;
+	out->partition = get_u16(buf + 6);
+	memcpy(out->name, buf + 8, n);
+	out->name[n] = '\0';
+	out->seq = seq;
+	out->hash = wire_get_u64(buf + 48);
+	return 0;
+}
+
+enum matcher_vote matcher_checkpoint_vote(uint64_t own, const uint64_t *others, size_t n,
+					  unsigned replicas, uint64_t *majority)
+{
+	size_t need = replicas / 2 + 1, mine = 1;
+
+	if (replicas == 0)
+		return MATCHER_VOTE_PENDING;
+	for (size_t i = 0; i < n; i++)
+		mine += others[i] == own;
+	if (mine >= need) {
+		if (majority)
+			*majority = own;
+		return MATCHER_VOTE_AGREED;
+	}
+	/* More voters than replicas: the count is wrong, and so could be any
+	 * majority computed from it. */
+	if (1 + n > replicas)
+		return MATCHER_VOTE_PENDING;
+	for (size_t i = 0; i < n; i++) {
+		size_t same = 0;
+
+		for (size_t j = 0; j < n; j++)
+			same += others[j] == others[i];
+		if (same >= need) {
+			if (majority)
+				*majority = others[i];
+			return MATCHER_VOTE_DIVERGED;
+		}
+	}
+	return MATCHER_VOTE_PENDING;
+}
+
+/* The slot of checkpoint `seq` (a multiple of the interval), recycled from
+ * an older checkpoint if need be; NULL when it holds a newer one. */
+static struct ckpt_slot *ckpt_slot(struct matcher *m, uint64_t seq)
+{
+	struct ckpt_slot *s = &m->ck[seq / m->cfg->checkpoint_interval % CKPT_WINDOW];
+
+	if (s->seq == seq)
+		return s;
+	if (s->seq > seq)
+		return NULL;
+	if (s->seq && s->own_known && s->vote == MATCHER_VOTE_PENDING) {
+		m->st.checkpoints_undecided++;
+		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
+				"checkpoint at tape seq %llu undecided: %u other replica(s) of %llu "
+				"reported it, no majority agreed",
+				(unsigned long long)s->seq, (unsigned)__builtin_popcount(s->present),
+				(unsigned long long)m->cfg->replicas);
+	}
+	memset(s, 0, sizeof(*s));
+	s->seq = seq;
+	return s;
+}
+
+/* The names of the peers of slot s whose hash is h, comma-separated. */
+static void ckpt_names(const struct matcher *m, const struct ckpt_slot *s, uint64_t h, char *out,
+		       size_t cap)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (unsigned k = 0; k < m->n_peers && n < cap; k++)
+		if ((s->present & (1u << k)) && s->hash[k] == h)
+			n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? ", " : "", m->ck_peer[k]);
+}
+
+static void ckpt_dissent(struct matcher *m, const struct ckpt_slot *s, unsigned k)
+{
+	m->st.checkpoint_dissents++;
+	if (m->cfg->replicas == 1) /* no majority to speak of: say only what differs */
+		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
+				"checkpoint at tape seq %llu: %s reports state hash %016llx, this "
+				"replica has %016llx ([matcher] replicas = 1: no vote)",
+				(unsigned long long)s->seq, m->ck_peer[k],
+				(unsigned long long)s->hash[k], (unsigned long long)s->own);
+	else
+		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
+				"checkpoint at tape seq %llu: %s reports state hash %016llx, the "
+				"majority (this replica among it) %016llx: %s has diverged",
+				(unsigned long long)s->seq, m->ck_peer[k],
+				(unsigned long long)s->hash[k], (unsigned long long)s->own,
+				m->ck_peer[k]);
+}
+
+/* Outvoted: the state is wrong from some event after the last agreed
+ * checkpoint on. Nothing of it may reach a client any more: no execution
+ * blocks, heartbeats or end of session, no retransmissions (the ring holds
+ * the wrong blocks too), no snapshots (a restart would load them). The
+ * replica keeps following the tape, answers STATUS ("diverged") and exits
+ * with MATCHER_EXIT_DIVERGED when stopped. */
+static void diverge(struct matcher *m, const struct ckpt_slot *s, uint64_t majority)
+{
+	char who[256];
+
+	ckpt_names(m, s, majority, who, sizeof(who));
+	m->diverged = 1;
+	m->st.checkpoints_diverged++;
+	/* the blocks built but not sent yet stay unsent */
+	m->pkt_slot = m->tx.n;
+	m->tx_count = 0;
+	set_state(m, M_DIVERGED);
+	snprintf(m->div_msg, sizeof(m->div_msg),
+		 "DIVERGED at checkpoint %llu: own state hash %016llx, majority %016llx (%s); "
+		 "last agreed checkpoint %llu",
+		 (unsigned long long)s->seq, (unsigned long long)s->own,
+		 (unsigned long long)majority, who, (unsigned long long)m->ck_last_agreed);
+	log_err("%s", m->div_msg);
+	log_err("DIVERGED: this replica applied the tape differently from the majority of the "
+		"partition's %llu replicas somewhere after tape seq %llu; it no longer publishes "
+		"executions, serves their retransmissions or writes snapshots, and exits with "
+		"status %d when stopped. Restart it to rebuild its state from a snapshot at or "
+		"before %llu, or from the tape",
+		(unsigned long long)m->cfg->replicas, (unsigned long long)m->ck_last_agreed,
+		MATCHER_EXIT_DIVERGED, (unsigned long long)m->ck_last_agreed);
+	snapshot_quarantine(m);
+}
+
+/* Decides slot s if it can be: called when its own hash or a report
+ * arrives. */
+static void ckpt_decide(struct matcher *m, struct ckpt_slot *s)
+{
+	uint64_t others[CKPT_PEERS], majority = 0;
+	size_t n = 0;
+	unsigned k;
+
+	if (!s->own_known || s->vote != MATCHER_VOTE_PENDING)
+		return;
+	for (k = 0; k < m->n_peers; k++)
+		if (s->present & (1u << k))
+			others[n++] = s->hash[k];
+	if (!m->ck_warned && 1 + n > m->cfg->replicas) {
+		m->ck_warned = 1;
+		if (m->cfg->replicas == 1)
+			log_notice("other replicas report checkpoints, but [matcher] replicas = 1: "
+				   "their hashes are compared with this one's, no vote can stop it");
+		else
+			log_warn("%zu replicas reported the checkpoint at tape seq %llu, but "
+				 "[matcher] replicas = %llu: no replica is outvoted until it is "
+				 "set to the partition's number of replicas",
+				 1 + n, (unsigned long long)s->seq,
+				 (unsigned long long)m->cfg->replicas);
+	}
+	s->vote = (uint8_t)matcher_checkpoint_vote(s->own, others, n, (unsigned)m->cfg->replicas,
+						   &majority);
+	if (s->vote == MATCHER_VOTE_AGREED) {
+		m->st.checkpoints_agreed++;
+		if (s->seq > m->ck_last_agreed)
+			m->ck_last_agreed = s->seq;
+		log_debug("checkpoint at tape seq %llu agreed: hash %016llx",
+			  (unsigned long long)s->seq, (unsigned long long)s->own);
+		for (k = 0; k < m->n_peers; k++)
+			if ((s->present & (1u << k)) && s->hash[k] != s->own)
+				ckpt_dissent(m, s, k);
+	} else if (s->vote == MATCHER_VOTE_DIVERGED && !m->diverged) {
+		diverge(m, s, majority);
+	}
+}
+
+/* This replica has applied checkpoint seq: multicast its hash, and vote. */
+static void ckpt_own(struct matcher *m, uint64_t seq)
+{
+	struct matcher_checkpoint c = { .partition = (uint32_t)m->cfg->partition, .seq = seq,
+					.hash = engine_hash(m->engine) };
+	uint8_t buf[MATCHER_CKPT_LEN];
+	struct ckpt_slot *s;
+
+	snprintf(c.name, sizeof(c.name), "%s", m->cfg->node.name);
+	if (matcher_checkpoint_encode(buf, &c) == MATCHER_CKPT_LEN &&
+	    sendto(m->ck_fd, buf, sizeof(buf), 0, (const struct sockaddr *)&m->ck_group,
+		   sizeof(m->ck_group)) == (ssize_t)sizeof(buf))
+		m->st.checkpoints_sent++;
+	else
+		m->st.checkpoint_send_errors++;
+	s = ckpt_slot(m, seq);
+	if (!s) { /* the others are a whole window ahead: nothing to compare with */
+		m->st.checkpoints_out_of_window++;
+		return;
+	}
+	s->own = c.hash;
+	s->own_known = 1;
+	ckpt_decide(m, s);
+}
+
+/* Peer k for `name`, added if new; -1 when the table is full. */
+static int ckpt_peer(struct matcher *m, const char *name)
+{
+	for (unsigned k = 0; k < m->n_peers; k++)
+		if (strcmp(m->ck_peer[k], name) == 0)
+			return (int)k;
+	if (m->n_peers == CKPT_PEERS)
+		return -1;
+	snprintf(m->ck_peer[m->n_peers], sizeof(m->ck_peer[0]), "%s", name);
+	log_info("checkpoints: replica %s heard", name);
+	return (int)m->n_peers++;
+}
+
+static void on_ckpt_packet(struct matcher *m, const uint8_t *buf, size_t len,
+			   const struct sockaddr_in *from)
+{
+	uint64_t k_ivl = m->cfg->checkpoint_interval;
+	struct matcher_checkpoint c;
+	struct ckpt_slot *s;
+	int err, k;
+
+	err = matcher_checkpoint_decode(buf, len, &c);
+	if (err < 0) {
+		char a[32];
+
+		net_format_addr(from, a, sizeof(a));
+		m->st.checkpoints_malformed++;
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
+				"malformed checkpoint datagram (%zu bytes) from %s dropped: %s", len,
+				a, strerror(-err));
+		return;
+	}
+	if (c.partition != m->cfg->partition) {
+		m->st.checkpoints_other_partition++;
+		return;
+	}
+	if (strcmp(c.name, m->cfg->node.name) == 0)
+		return; /* our own, looped back */
+	if (c.seq % k_ivl != 0) {
+		m->st.checkpoints_ignored++;
+		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
+				"checkpoint of %s at tape seq %llu ignored: not a multiple of this "
+				"replica's checkpoint_interval %llu",
+				c.name, (unsigned long long)c.seq, (unsigned long long)k_ivl);
+		return;
+	}
+	m->st.checkpoints_received++;
+	/* Beyond a window ahead it could only push out checkpoints still to
+	 * be voted on, and would be pushed out itself before it is reached. */
+	if (c.seq >= applied(m) + CKPT_WINDOW * k_ivl || !(s = ckpt_slot(m, c.seq))) {
+		m->st.checkpoints_out_of_window++;
+		return;
+	}
+	if ((k = ckpt_peer(m, c.name)) < 0) {
+		m->st.checkpoints_ignored++;
+		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
+				"checkpoint of %s ignored: already %d other replicas heard", c.name,
+				CKPT_PEERS);
+		return;
+	}
+	s->hash[k] = c.hash; /* a restarted replica may report a checkpoint again */
+	s->present |= 1u << k;
+	if (!s->own_known)
+		return;
+	if (s->vote == MATCHER_VOTE_PENDING)
+		ckpt_decide(m, s);
+	else if (s->vote == MATCHER_VOTE_AGREED && c.hash != s->own)
+		ckpt_dissent(m, s, (unsigned)k);
+}
+
+static void on_ckpt(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct matcher *m = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (int round = 0; round < DRAIN_ROUNDS; round++) {
+		int n = net_batch_recv(&m->ck_rx, m->ck_fd);
+
+		for (int i = 0; i < n; i++)
+			on_ckpt_packet(m, net_batch_slot(&m->ck_rx, (unsigned)i), m->ck_rx.lens[i],
+				       &m->ck_rx.addrs[i]);
+		if (n < (int)m->ck_rx.n)
+			break;
+	}
+}
+
+/* The test fault of [matcher] test_fault_diverge_at: an order that is not on
+ * the tape (a sell of 1 share at the highest price, which nothing reaches,
+ * of a login no gateway has) booked after the event at `seq`. Its own
+ * messages are swallowed, so the execution stream keeps the others'
+ * numbering (only the order reference numbers of later Accepted and
+ * Replaced differ) and no client sees a message missing or doubled; the
+ * book, the order count and so the state hash differ from here on. */
+static void fault_diverge(struct matcher *m, uint64_t seq)
+{
+	struct engine_cmd cmd = { .kind = ENGINE_ENTER };
+	struct ouch_enter_order *o = &cmd.u.enter;
+
+	snprintf(cmd.user, sizeof(cmd.user), "LSFLT");
+	snprintf(o->token, sizeof(o->token), "LSDIVERGE%05llu", (unsigned long long)(seq % 100000));
+	snprintf(o->stock, sizeof(o->stock), "%s", m->symbols[0]);
+	o->side = OUCH_SELL;
+	o->shares = 1;
+	o->price = OUCH_PRICE_MAX;
+	o->tif = OUCH_TIF_SYSTEM_HOURS;
+	o->display = OUCH_DISPLAY_ATTRIBUTABLE;
+	o->capacity = OUCH_CAP_AGENCY;
+	o->iso = OUCH_ISO_NOT_ELIGIBLE;
+	o->cross_type = OUCH_CROSS_NONE;
+	o->customer_type = OUCH_CUST_RETAIL;
+	m->fault_active = 1;
+	m->fault_booked = 0;
+	engine_apply(m->engine, seq, m->last_tape_ns, &cmd, on_emit, m);
+	m->fault_active = 0;
+	if (m->fault_booked)
+		log_warn("TEST FAULT: after tape seq %llu this replica booked an order that is not "
+			 "on the tape (%s %s): its state hash is now %016llx, unlike the others'",
+			 (unsigned long long)seq, o->token, o->stock,
+			 (unsigned long long)engine_hash(m->engine));
+	else
+		log_err("TEST FAULT at tape seq %llu: the fault's order was not accepted; this "
+			"replica may not diverge", (unsigned long long)seq);
+}
+
 /* --- the tape's loss recovery (common/rx.h) ------------------------------ */
 
 static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
@@ -503,7 +976,11 @@ static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 
 	if (apply_event(m, seq, data, len) < 0)
 		return RX_HOLD;
-	if (m->cfg->snapshot_interval && seq % m->cfg->snapshot_interval == 0)
+	if (seq == m->cfg->test_fault_diverge_at)
+		fault_diverge(m, seq);
+	if (m->cfg->checkpoint_interval && seq % m->cfg->checkpoint_interval == 0)
+		ckpt_own(m, seq); /* may find this replica diverged: before the snapshot */
+	if (m->cfg->snapshot_interval && seq % m->cfg->snapshot_interval == 0 && !m->diverged)
 		snapshot_take(m, seq);
 	return RX_TAKEN;
 }
@@ -725,6 +1202,10 @@ static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 			m->st.exec_requests_dropped++;
 			continue;
 		}
+		if (m->diverged) { /* silence: the gateway asks another replica */
+			m->st.exec_requests_refused++;
+			continue;
+		}
 		serve_request(m, buf, m->req_rx.lens[i], &m->req_rx.addrs[i]);
 	}
 }
@@ -749,7 +1230,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	m->tick_applied = applied(m);
 	exec_flush(m);
 	rx_arm(m);
-	if (now - m->last_exec_send_ns >= m->cfg->heartbeat_ns) {
+	if (now - m->last_exec_send_ns >= m->cfg->heartbeat_ns && !m->diverged) {
 		uint8_t hb[MOLD_HEADER_LEN];
 
 		mold_build_heartbeat(hb, &m->exec_session, m->exec_next);
@@ -786,12 +1267,15 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 	r->hash = engine_hash(m->engine);
 	r->partition = (uint32_t)m->cfg->partition;
 	r->snapshot_seq = m->snap_last;
+	if (m->diverged)
+		r->message = m->div_msg;
 	switch (req->op) {
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
 		break;
 	case LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT:
 		if ((r->error = snapshot_take(m, applied(m))) < 0)
-			snprintf(msg, sizeof(msg), "snapshot not started: %s", strerror(-r->error));
+			snprintf(msg, sizeof(msg), "snapshot not started: %s",
+				 m->diverged ? "this replica has diverged" : strerror(-r->error));
 		else
 			snprintf(msg, sizeof(msg), "snapshot of tape seq %llu being written to %s",
 				 (unsigned long long)applied(m), m->snap_dir);
@@ -828,7 +1312,13 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 			COUNTER(exec_requests_dropped), COUNTER(drops_injected),
 			COUNTER(drops_injected_data), COUNTER(snapshots_written),
 			COUNTER(snapshots_failed), COUNTER(snapshots_skipped_busy),
-			COUNTER(snapshots_rejected),
+			COUNTER(snapshots_rejected), COUNTER(checkpoints_sent),
+			COUNTER(checkpoint_send_errors), COUNTER(checkpoints_received),
+			COUNTER(checkpoints_agreed), COUNTER(checkpoints_diverged),
+			COUNTER(checkpoints_undecided), COUNTER(checkpoint_dissents),
+			COUNTER(checkpoints_malformed), COUNTER(checkpoints_other_partition),
+			COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
+			COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused),
 		};
 		for (; n < sizeof(all) / sizeof(all[0]); n++) {
 			c[n] = all[n];
@@ -836,9 +1326,11 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 		}
 		static const char *const xn[] = { "tape_blocks_requested", "tape_held",
 						  "tape_overflow", "tape_missing",
-						  "kernel_rcvbuf_errors", "rcvbuf_bytes" };
+						  "kernel_rcvbuf_errors", "rcvbuf_bytes",
+						  "checkpoint_last_agreed" };
 		uint64_t xv[] = { rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx),
-				  us.rcvbuf_errors, (uint64_t)m->rcvbuf_granted };
+				  us.rcvbuf_errors, (uint64_t)m->rcvbuf_granted,
+				  m->ck_last_agreed };
 		for (size_t i = 0; i < sizeof(xn) / sizeof(xn[0]); i++, n++) {
 			lockstep__counter__init(&c[n]);
 			c[n].name = (char *)xn[i];
@@ -871,6 +1363,59 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 }
 
 /* --- set-up ---------------------------------------------------------------- */
+
+/* The checkpoint group: [matcher] checkpoint_group, or the exec group's
+ * address + 1 on its port (239.255.0.2:P gives 239.255.0.3:P), so that
+ * clusters side by side on one host, which differ in their ports, do not
+ * hear each other; sent and received on one socket, loopback on so that
+ * replicas of one host hear each other (their own datagrams come back too,
+ * and are told apart by name). */
+static int open_checkpoints(struct matcher *m)
+{
+	const struct matcher_config *c = m->cfg;
+	struct net_udp_options o = { .nonblock = 1 };
+	struct matcher_checkpoint probe = { .partition = (uint32_t)c->partition, .seq = 1 };
+	uint8_t buf[MATCHER_CKPT_LEN];
+	char g[32];
+	int err;
+
+	snprintf(probe.name, sizeof(probe.name), "%s", c->node.name);
+	if (matcher_checkpoint_encode(buf, &probe) < 0) {
+		log_err("[node] name \"%s\": a checkpoint carries a name of 1..%d printable "
+			"characters, not ending in a space", c->node.name, MATCHER_CKPT_NAME_LEN);
+		return -EINVAL;
+	}
+	if (c->checkpoint_group[0]) {
+		if ((err = net_parse_addr(c->checkpoint_group, &m->ck_group)) < 0) {
+			log_err("[matcher] checkpoint_group \"%s\": %s", c->checkpoint_group,
+				strerror(-err));
+			return err;
+		}
+	} else {
+		m->ck_group = m->exec_group;
+		m->ck_group.sin_addr.s_addr = htonl(ntohl(m->exec_group.sin_addr.s_addr) + 1);
+	}
+	net_format_addr(&m->ck_group, g, sizeof(g));
+	if (!IN_MULTICAST(ntohl(m->ck_group.sin_addr.s_addr))) {
+		log_err("checkpoint group %s is not a multicast address: set [matcher] "
+			"checkpoint_group", g);
+		return -EINVAL;
+	}
+	m->ck_fd = net_mcast_recv_open(&m->ck_group, c->tape_iface, &o, NULL);
+	if (m->ck_fd < 0) {
+		log_err("checkpoint group %s on %s: %s", g, c->tape_iface, strerror(-m->ck_fd));
+		return m->ck_fd;
+	}
+	if ((err = net_mcast_send_setup(m->ck_fd, c->tape_iface, 1)) < 0) {
+		log_err("checkpoint group %s on %s: %s", g, c->tape_iface, strerror(-err));
+		return err;
+	}
+	log_notice("checkpoints every %llu tape seqs on %s; %llu replica(s), a majority is %llu%s",
+		   (unsigned long long)c->checkpoint_interval, g, (unsigned long long)c->replicas,
+		   (unsigned long long)(c->replicas / 2 + 1),
+		   c->replicas == 1 ? " (this replica alone: never outvoted)" : "");
+	return 0;
+}
 
 static int open_sockets(struct matcher *m)
 {
@@ -926,7 +1471,7 @@ static int open_sockets(struct matcher *m)
 		log_err("exec_retrans %s: %s", c->exec_retrans, strerror(-m->retrans_fd));
 		return m->retrans_fd;
 	}
-	return 0;
+	return c->checkpoint_interval ? open_checkpoints(m) : 0;
 }
 
 /* The tape's receiver: from seq 1 (a replica applies the whole tape), the
@@ -994,7 +1539,7 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 		return -ENOMEM;
 	m->loop = loop;
 	m->cfg = cfg;
-	m->tape_fd = m->exec_fd = m->retrans_fd = m->req_fd = -1;
+	m->tape_fd = m->exec_fd = m->retrans_fd = m->req_fd = m->ck_fd = -1;
 	m->exec_next = m->exec_first = 1;
 	m->start_seq = 1;
 	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", cfg->node.state_dir);
@@ -1019,7 +1564,8 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 	    net_batch_init(&m->rx, (unsigned)cfg->batch, 65536) < 0 ||
 	    net_batch_init(&m->tx, (unsigned)cfg->batch, cfg->max_datagram) < 0 ||
 	    net_batch_init(&m->req_rx, 16, 64) < 0 ||
-	    net_batch_init(&m->req_tx, RETRANS_PACKETS, cfg->max_datagram) < 0) {
+	    net_batch_init(&m->req_tx, RETRANS_PACKETS, cfg->max_datagram) < 0 ||
+	    net_batch_init(&m->ck_rx, 16, 128) < 0) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -1043,6 +1589,16 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 	ev_io_init(&m->retrans_io, on_retrans, m->retrans_fd, EV_READ);
 	m->retrans_io.data = m;
 	ev_io_start(loop, &m->retrans_io);
+	if (m->ck_fd >= 0) {
+		ev_io_init(&m->ck_io, on_ckpt, m->ck_fd, EV_READ);
+		m->ck_io.data = m;
+		ev_io_start(loop, &m->ck_io);
+	}
+	if (cfg->test_fault_diverge_at)
+		log_warn("TEST FAULT ARMED: [matcher] test_fault_diverge_at = %llu: this replica "
+			 "will apply the tape wrongly after that seq and diverge from the others "
+			 "(for tests only, never in production)",
+			 (unsigned long long)cfg->test_fault_diverge_at);
 	ev_timer_init(&m->tick, on_tick, 0.01, 0.01);
 	m->tick.data = m;
 	ev_timer_start(loop, &m->tick);
@@ -1063,12 +1619,23 @@ void matcher_stop(struct matcher *m)
 
 	exec_flush(m);
 	snapshot_reap(m);
+	if (m->diverged) {
+		log_err("tape seq %llu applied, hash %016llx; %s: exiting with status %d",
+			(unsigned long long)applied(m), (unsigned long long)engine_hash(m->engine),
+			m->div_msg, MATCHER_EXIT_DIVERGED);
+		return;
+	}
 	mold_build_end_of_session(eos, &m->exec_session, m->exec_next);
 	if (m->exec_fd >= 0)
 		sendto(m->exec_fd, eos, sizeof(eos), 0, (struct sockaddr *)&m->exec_group,
 		       sizeof(m->exec_group));
 	log_notice("tape seq %llu applied, hash %016llx", (unsigned long long)applied(m),
 		   (unsigned long long)engine_hash(m->engine));
+}
+
+int matcher_diverged(const struct matcher *m)
+{
+	return m && m->diverged;
 }
 
 void matcher_destroy(struct matcher *m)
@@ -1081,6 +1648,7 @@ void matcher_destroy(struct matcher *m)
 		ev_io_stop(m->loop, &m->tape_io);
 		ev_io_stop(m->loop, &m->req_io);
 		ev_io_stop(m->loop, &m->retrans_io);
+		ev_io_stop(m->loop, &m->ck_io);
 		ev_timer_stop(m->loop, &m->tick);
 		ev_timer_stop(m->loop, &m->rx_timer);
 	}
@@ -1092,11 +1660,14 @@ void matcher_destroy(struct matcher *m)
 		close(m->retrans_fd);
 	if (m->req_fd >= 0)
 		close(m->req_fd);
+	if (m->ck_fd >= 0)
+		close(m->ck_fd);
 	rx_destroy(m->tape_rx);
 	net_batch_fini(&m->rx);
 	net_batch_fini(&m->tx);
 	net_batch_fini(&m->req_rx);
 	net_batch_fini(&m->req_tx);
+	net_batch_fini(&m->ck_rx);
 	arena_fini(&m->arena);
 	engine_destroy(m->engine);
 	free(m->ring);

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Matcher checkpoints: three replicas of a partition multicast their state
+# hash every K tape seqs and vote. A normal run agrees everywhere. A replica
+# restarted with the test fault (test_fault_diverge_at = N) goes "diverged"
+# at the first checkpoint at or after N (within K events), says so at error
+# level and in its status, stops publishing, quarantines its snapshots newer
+# than its last agreed checkpoint and exits with status 3 when stopped; the
+# other two stay live with equal seq and hash and report it; clients see
+# nothing missing or doubled (bench exits 0). Then the replica, restarted
+# without the fault, agrees again; malformed checkpoint datagrams are
+# counted and dropped.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+K=100
+cluster_up --matchers 3 --set matcher.checkpoint_interval=$K --set matcher.replicas=3
+
+run_bench() {
+	timeout -k 5 60 "$top_builddir/lockstep-bench" --connect "127.0.0.1:$P" --sessions 2 \
+		--orders "$1" --window 8 --quiet >"$T/bench-$2.out" 2>&1 ||
+		{ cat "$T/bench-$2.out"; fail "bench ($2): $(tail -1 "$T/bench-$2.out")"; }
+}
+counter() { local v; v=$(ctl_counter "$1" "$2"); echo "${v:-0}"; }
+# field NODE KEY: one scalar of NODE's status ("" when it does not answer);
+# sed, not status_field's python, which a loaded machine starts slowly.
+field() {
+	{ "$CTL" --socket "$T/$1/$1.ctl" status --json 2>/dev/null || true; } |
+		sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\).*/\1/p"
+}
+# all_agree SECONDS: every matcher live at the primary's commit, one hash;
+# sets SEQ.
+all_agree() {
+	local end=$((SECONDS + $1)) c n ok h
+	while :; do
+		c=$(field "$(primary_node)" commit) ok=1
+		for n in matcher-1 matcher-2 matcher-3; do
+			[ "$(field $n seq)" = "$c" ] && [ "$(field $n state)" = live ] || ok=0
+		done
+		[ $ok = 1 ] && break
+		[ $SECONDS -lt $end ] || fail "matchers not all live at commit $c after $1 s"
+		sleep 0.1
+	done
+	h=$(field matcher-1 hash)
+	for n in matcher-2 matcher-3; do
+		[ "$(field $n hash)" = "$h" ] || fail "$n's hash $(field $n hash) differs from matcher-1's $h at $c"
+	done
+	SEQ=$c
+}
+# wait_counter NODE NAME MIN: until the counter reaches MIN (bounded).
+wait_counter() {
+	for _ in $(seq 1 100); do
+		[ "$(counter "$1" "$2")" -ge "$3" ] && return 0
+		sleep 0.1
+	done
+	fail "$1: $2 = $(counter "$1" "$2"), want at least $3"
+}
+# live_pair A B: both live at the primary's commit with the same hash (bounded).
+live_pair() {
+	local c
+	for _ in $(seq 1 150); do
+		c=$(field "$(primary_node)" commit)
+		[ "$(field "$1" seq)" = "$c" ] && [ "$(field "$2" seq)" = "$c" ] &&
+			[ "$(field "$1" state)" = live ] && [ "$(field "$2" state)" = live ] && break
+		sleep 0.1
+	done
+	[ "$(field "$1" state)" = live ] || fail "$1 is $(field "$1" state)"
+	[ "$(field "$2" state)" = live ] || fail "$2 is $(field "$2" state)"
+	[ "$(field "$1" seq)" = "$c" ] && [ "$(field "$2" seq)" = "$c" ] ||
+		fail "$1 at $(field "$1" seq), $2 at $(field "$2" seq), commit $c"
+	[ "$(field "$1" hash)" = "$(field "$2" hash)" ] ||
+		fail "$1 and $2 disagree at seq $c: $(field "$1" hash) vs $(field "$2" hash)"
+}
+
+# 1. A normal run: every replica agrees at every checkpoint.
+run_bench 300 normal
+all_agree 20
+for n in matcher-1 matcher-2 matcher-3; do
+	wait_counter "$n" checkpoints_agreed 1
+	[ "$(counter "$n" checkpoints_diverged)" = 0 ] || fail "$n diverged in a normal run"
+	[ "$(counter "$n" checkpoint_dissents)" = 0 ] || fail "$n saw a dissent in a normal run"
+done
+S=$SEQ
+echo "normal run: seq $S, checkpoints agreed: $(for n in 1 2 3; do printf '%s ' "$(counter matcher-$n checkpoints_agreed)"; done)"
+
+# 2. matcher-3 again, with the fault at N, a little after the next
+# checkpoint (N1); started here, not by ops/cluster, to see its exit status.
+# lockstep-bench makes one tape event per order.
+N1=$(( (S / K + 1) * K ))
+N=$((N1 + 11))
+C_WANT=$(( (N + K - 1) / K * K ))
+"$CLUSTER" kill matcher-3 --dir "$T" >/dev/null
+sed -i "/^\[matcher\]\$/a test_fault_diverge_at = $N" "$T/matcher-3.conf"
+"$top_builddir/lockstep-matcher" --config "$T/matcher-3.conf" >>"$T/matcher-3.log" 2>&1 </dev/null &
+m3=$!
+echo "$m3" >"$T/matcher-3.pid"
+for _ in $(seq 1 150); do
+	[ "$(field matcher-3 state 2>/dev/null)" = live ] && [ "$(field matcher-3 seq)" = "$S" ] && break
+	kill -0 "$m3" 2>/dev/null || fail "matcher-3 exited at start-up"
+	sleep 0.1
+done
+[ "$(field matcher-3 state)" = live ] || fail "matcher-3 not live after its restart"
+grep -q "TEST FAULT ARMED.*test_fault_diverge_at = $N" "$T/matcher-3.log" || fail "no start-up warning for the fault"
+
+# 3. Load past N but short of the checkpoint that will catch it; a
+# snapshot of the wrong state then (the divergence must quarantine it).
+run_bench $(( (N - S + 10) / 2 )) before
+X=$(field matcher-1 seq)
+[ "$X" -ge "$N" ] && [ "$X" -lt "$C_WANT" ] || fail "the tape is at $X after the bench: want $N..$((C_WANT - 1))"
+for _ in $(seq 1 50); do [ "$(field matcher-3 seq)" = "$X" ] && break; sleep 0.1; done
+grep -q "TEST FAULT: after tape seq $N " "$T/matcher-3.log" || fail "the fault did not fire at $N"
+[ "$(field matcher-3 state)" = live ] || fail "matcher-3 is $(field matcher-3 state) before checkpoint $C_WANT"
+"$CTL" --socket "$T/matcher-3/matcher-3.ctl" snapshot >/dev/null || fail "lockstepctl snapshot"
+for _ in $(seq 1 100); do [ "$(field matcher-3 snapshot_seq)" = "$X" ] && break; sleep 0.1; done
+[ "$(field matcher-3 snapshot_seq)" = "$X" ] || fail "no snapshot of matcher-3 at $X"
+
+# The load through the checkpoint: every order answered once.
+run_bench 150 diverge
+for _ in $(seq 1 150); do
+	[ "$(field matcher-3 state)" = diverged ] && break
+	sleep 0.1
+done
+[ "$(field matcher-3 state)" = diverged ] || fail "matcher-3 is $(field matcher-3 state), not diverged"
+line=$(grep -m1 '^<3>.*DIVERGED at checkpoint' "$T/matcher-3.log") || fail "no DIVERGED error in matcher-3's log"
+C=$(sed -n 's/.*DIVERGED at checkpoint \([0-9]*\):.*/\1/p' <<<"$line")
+[ "$C" = "$C_WANT" ] || fail "diverged at checkpoint ${C:-?}, fault at $N, K = $K: want $C_WANT"
+field matcher-3 message | grep -q "DIVERGED at checkpoint $C" || fail "matcher-3's status does not say why"
+[ "$(counter matcher-3 checkpoints_diverged)" = 1 ] || fail "matcher-3: checkpoints_diverged $(counter matcher-3 checkpoints_diverged)"
+[ "$(counter matcher-3 checkpoint_last_agreed)" = "$N1" ] || fail "matcher-3's last agreed checkpoint is $(counter matcher-3 checkpoint_last_agreed), want $N1"
+[ "$(counter matcher-3 exec_blocks_withheld)" -gt 0 ] || fail "matcher-3 withheld nothing after diverging"
+echo "matcher-3: fault at $N, diverged at checkpoint $C: $line"
+
+# 4. The other two: live, equal, and they saw matcher-3 disagree.
+live_pair matcher-1 matcher-2
+for n in matcher-1 matcher-2; do
+	wait_counter "$n" checkpoint_dissents 1
+	[ "$(counter "$n" checkpoints_diverged)" = 0 ] || fail "$n diverged too"
+	grep -q "matcher-3 has diverged" "$T/$n.log" || fail "$n did not report matcher-3"
+done
+[ "$(field matcher-3 seq)" = "$(field matcher-1 seq)" ] || fail "matcher-3 stopped following the tape"
+[ "$(field matcher-3 hash)" != "$(field matcher-1 hash)" ] || fail "matcher-3's hash equals the others'"
+
+# 5. Stopped, it exits 3; its snapshot of the wrong state is quarantined.
+kill -TERM "$m3"
+rc=0
+wait "$m3" || rc=$?
+rm -f "$T/matcher-3.pid"
+[ "$rc" = 3 ] || fail "diverged matcher-3 exited with $rc, want 3"
+[ -e "$T/matcher-3/snapshots/snap-$(printf %020d "$X").lss.diverged" ] ||
+	fail "snapshot at $X (after the last agreed checkpoint $N1) not quarantined: $(ls "$T/matcher-3/snapshots")"
+for f in "$T"/matcher-3/snapshots/snap-*.lss; do
+	[ -e "$f" ] || continue
+	s=$(basename "$f" .lss)
+	[ "$((10#${s#snap-}))" -le "$N1" ] || fail "snapshot $f (after the last agreed checkpoint $N1) left loadable"
+done
+
+# 6. Without the fault it rebuilds and agrees again.
+sed -i "/^test_fault_diverge_at = /d" "$T/matcher-3.conf"
+"$CLUSTER" start matcher-3 --dir "$T" >/dev/null
+run_bench 100 after
+all_agree 20
+wait_counter matcher-3 checkpoints_agreed 1
+[ "$(counter matcher-3 checkpoints_diverged)" = 0 ] || fail "matcher-3 diverged again without the fault"
+
+# 7. Malformed checkpoint datagrams are counted and dropped (host-local:
+# loopback, TTL 0); one of another partition too.
+group=$(sed -n 's/^exec_group = //p' "$T/matcher-1.conf")
+gport=${group##*:} gaddr=${group%:*}
+gaddr=${gaddr%.*}.$((${gaddr##*.} + 1))
+bad0=$(counter matcher-1 checkpoints_malformed) other0=$(counter matcher-1 checkpoints_other_partition)
+python3 - "$gaddr" "$gport" <<'PY' || skip "cannot send to the checkpoint group"
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+dst = (sys.argv[1], int(sys.argv[2]))
+good = b"LSCK" + struct.pack(">HH", 1, 0) + b"intruder".ljust(32) + struct.pack(">QQ", 100, 1)
+for d in (b"", b"LSCK", good[:-1], good + b"x", b"LSCX" + good[4:], good[:4] + b"\0\2" + good[6:],
+          good[:8] + b" " * 32 + good[40:], good[:40] + b"\0" * 8 + good[48:]):
+    s.sendto(d, dst)
+s.sendto(good[:6] + struct.pack(">H", 1) + good[8:], dst)  # partition 1
+PY
+wait_counter matcher-1 checkpoints_malformed $((bad0 + 8))
+wait_counter matcher-1 checkpoints_other_partition $((other0 + 1))
+[ "$(field matcher-1 state)" = live ] || fail "matcher-1 is $(field matcher-1 state) after the malformed datagrams"
+echo "ok: diverged at checkpoint $C (fault at $N, K = $K), exit 3, snapshot $X quarantined; replicas agree at seq $(field matcher-1 seq)"
