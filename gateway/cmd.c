@@ -473,6 +473,55 @@ void gw_tape_tick(struct gw *g, ev_tstamp now)
 
 /* ---- open and close ------------------------------------------------------ */
 
+/* Several partitions: the token table learns again, from every command
+ * journalled, where each order token of ours went (the same decisions as
+ * handle_ouch made: an Enter's token to its partition, a Replace's new
+ * token to the partition of the order it replaces, when that is known).
+ * A login gone from the credentials file is skipped: it cannot log in. */
+static int tokens_rebuild(struct gw *g, const char *path)
+{
+	struct journal_iter *it;
+	const uint8_t *data;
+	uint64_t seq, term, n = 0;
+	size_t len;
+	int rc = journal_iter_open(&it, g->cmd_j, journal_first_seq(g->cmd_j));
+
+	if (rc < 0) {
+		log_err("%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	while ((rc = journal_iter_next(it, &seq, &term, &data, &len)) > 0) {
+		Lockstep__Command *c = lockstep__command__unpack(NULL, len, data);
+		struct gw_login *l = c && c->user ? gw_login_find(g, (const uint8_t *)c->user,
+								  strlen(c->user))
+						  : NULL;
+		const char *tok = NULL;
+
+		if (l && c->partition < g->n_parts) {
+			uint32_t id = gw_login_id(g, l);
+
+			if (c->body_case == LOCKSTEP__COMMAND__BODY_NEW_ORDER)
+				tok = c->new_order->token;
+			else if (c->body_case == LOCKSTEP__COMMAND__BODY_REPLACE &&
+				 gw_route_token(g->routes, id, c->replace->existing_token,
+						strlen(c->replace->existing_token)) >= 0)
+				tok = c->replace->replacement_token;
+			if (tok && gw_route_add(g->routes, id, tok, strlen(tok), c->partition, 1) == 0)
+				n++;
+		}
+		if (c)
+			lockstep__command__free_unpacked(c, NULL);
+	}
+	journal_iter_close(it);
+	if (rc < 0) {
+		log_err("%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	log_info("routing: %" PRIu64 " order tokens (%" PRIu64 " from the command journal)",
+		 gw_route_count(g->routes), n);
+	return 0;
+}
+
 /* Why net_parse_addr_list refused a list. */
 static const char *addr_list_error(int rc, char *buf, size_t cap, int max)
 {
@@ -507,8 +556,8 @@ static int open_tape(struct gw *g)
 	}
 	g->tape.n_retrans = (unsigned)rc;
 	/* from the progress file's position (0: the first packet decides) */
-	rc = gw_stream_open(g, &g->tape, &tape_ops, g->cfg.reorder_bytes ? g->cfg.reorder_bytes
-									   : 8u << 20,
+	rc = gw_stream_open(g, &g->tape, &tape_ops, g,
+			    g->cfg.reorder_bytes ? g->cfg.reorder_bytes : 8u << 20,
 			    g->tape.n_retrans, g->tape.next);
 	if (rc < 0) {
 		log_err("tape receiver: %s", strerror(-rc));
@@ -569,6 +618,8 @@ int gw_cmd_open(struct gw *g)
 		log_warn("%s: cut %" PRIu64 " bytes, %" PRIu64 " segments at seq %" PRIu64 " (%s)",
 			 path, rep.cut_bytes, rep.cut_segments, rep.bad_seq,
 			 rep.bad_reason ? rep.bad_reason : "?");
+	if (g->n_parts > 1 && journal_last_seq(g->cmd_j) && (rc = tokens_rebuild(g, path)) < 0)
+		return rc;
 	g->cmd_next = journal_last_seq(g->cmd_j) ? journal_last_seq(g->cmd_j) + 1 : 1;
 	if (g->cmd_acked >= g->cmd_next)
 		g->cmd_acked = g->cmd_next - 1;

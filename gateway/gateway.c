@@ -34,6 +34,19 @@ static const char *const fsync_names[] = { "none", "interval", "batch", NULL };
 	{ "gateway", #key, CONFIG_SIZE, offsetof(struct gw_config, key), 0, def, lo, hi, NULL, \
 	  help }
 
+/* A key of partition n's, in section sec (partition 0: [gateway]). */
+#define GWP(sec, n, key, def, help) \
+	{ sec, #key, CONFIG_STRING, offsetof(struct gw_config, part[n].key), \
+	  sizeof(((struct gw_part_config *)0)->key), def, 0, 0, NULL, help }
+#define GW_PART(n) \
+	GWP("partition" #n, n, symbols, "", "partition " #n "'s symbols (as [gateway] symbols)"), \
+	GWP("partition" #n, n, exec_group, "", \
+	    "partition " #n "'s execution stream group:port (required below partitions)"), \
+	GWP("partition" #n, n, exec_session, "EXEC" #n, "partition " #n "'s MoldUDP64 session"), \
+	GWP("partition" #n, n, exec_retrans, "", \
+	    "partition " #n "'s replicas' retransmission host:port list (required below " \
+	    "partitions)")
+
 const struct config_key gw_config_keys[] = {
 	DAEMON_NODE_KEYS(struct gw_config, node),
 	GWS(ouch_listen, "127.0.0.1:15000", "SoupBinTCP/OUCH listener host:port (port 0: any)"),
@@ -47,10 +60,20 @@ const struct config_key gw_config_keys[] = {
 	GWS(tape_retrans, "127.0.0.1:17001",
 	    "comma-separated tape retransmission host:port of each sequencer node (at most "
 	    GW_STR(RX_MAX_SERVERS) "), asked in turn"),
-	GWS(exec_group, "239.255.0.2:18000", "the execution stream's multicast group:port"),
-	GWS(exec_session, "EXEC0", "the execution stream's MoldUDP64 session"),
-	GWS(exec_retrans, "127.0.0.1:18001",
-	    "comma-separated retransmission host:port of each matcher replica"),
+	GWU(partitions, "1", 1, GW_MAX_PARTITIONS,
+	    "matcher partitions; partition N >= 1 is configured in [partitionN]"),
+	GWP("gateway", 0, symbols, "",
+	    "partition 0's symbols (blanks or commas between them); list every partition's, or "
+	    "none: then a symbol goes to partition FNV-1a(symbol) % partitions"),
+	GWP("gateway", 0, exec_group, "239.255.0.2:18000",
+	    "partition 0's execution stream multicast group:port"),
+	GWP("gateway", 0, exec_session, "EXEC0",
+	    "partition 0's execution stream MoldUDP64 session"),
+	GWP("gateway", 0, exec_retrans, "127.0.0.1:18001",
+	    "comma-separated retransmission host:port of each replica of partition 0 (at most "
+	    GW_STR(GW_MAX_EXEC_RETRANS) ")"),
+	GWU(max_tokens, "1048576", 1024, 1 << 28,
+	    "order tokens remembered for routing cancels and replaces (partitions > 1)"),
 	GWS(soup_session, "", "SoupBinTCP session name (default: LS + YYYYMMDD)"),
 	GWS(credentials, "", "credentials file: [logins] LOGIN = PASSWORD FIRM [cancel_on_disconnect]"),
 	GWD(heartbeat, "1s", "SoupBinTCP server heartbeat after this long without output"),
@@ -80,8 +103,13 @@ const struct config_key gw_config_keys[] = {
 	    "UDP receive buffers (SO_RCVBUFFORCE, else capped by rmem_max; 0: kernel default)"),
 	{ "gateway", "fsync", CONFIG_ENUM, offsetof(struct gw_config, fsync), 0, "none", 0, 0,
 	  fsync_names, "journal fsync policy: none, interval or batch" },
+	GW_PART(1), GW_PART(2), GW_PART(3), GW_PART(4), GW_PART(5),
+	GW_PART(6), GW_PART(7), GW_PART(8), GW_PART(9), GW_PART(10),
+	GW_PART(11), GW_PART(12), GW_PART(13), GW_PART(14), GW_PART(15),
 	CONFIG_END,
 };
+
+_Static_assert(GW_MAX_PARTITIONS == 16, "a GW_PART() above for each partition but 0");
 
 /* ---- logins ----------------------------------------------------------- */
 
@@ -261,39 +289,50 @@ static int gw_reload(void *ctx, char *msg, size_t msglen)
 
 /* ---- progress ------------------------------------------------------------ */
 
-/* <state_dir>/gateway.pos: "cmd_acked N\ntape_next N\nexec_next N\n". A
- * conservative position: resending committed commands is harmless (the
- * sequencer drops duplicates) and exec blocks already journalled for a login
- * are skipped by exec sequence number. */
+/* <state_dir>/gateway.pos: "cmd_acked N\ntape_next N\nexec_next N\n", then
+ * "exec_next_P N\n" for each partition P >= 1. A conservative position:
+ * resending committed commands is harmless (the sequencer drops duplicates)
+ * and exec blocks already journalled for a login are skipped by partition
+ * and exec sequence number. v: cmd_acked, tape_next, exec_next[partition]. */
 static void progress_path(const struct gw *g, char *out, size_t cap, const char *suffix)
 {
 	snprintf(out, cap, "%s/gateway.pos%s", g->cfg.node.state_dir, suffix);
 }
 
-static void progress_load(struct gw *g, uint64_t v[3])
+#define GW_N_POS (2 + GW_MAX_PARTITIONS)
+
+static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 {
 	char path[300];
+	unsigned p;
+	uint64_t n;
 	FILE *f;
 
 	progress_path(g, path, sizeof(path), "");
-	v[0] = v[1] = v[2] = 0;
+	memset(v, 0, GW_N_POS * sizeof(*v));
 	f = fopen(path, "r");
 	if (!f)
 		return;
 	if (fscanf(f, "cmd_acked %" SCNu64 " tape_next %" SCNu64 " exec_next %" SCNu64, &v[0],
 		   &v[1], &v[2]) != 3) {
 		log_warn("%s: unreadable, starting without it", path);
-		v[0] = v[1] = v[2] = 0;
+		memset(v, 0, GW_N_POS * sizeof(*v));
 	}
+	/* partitions >= 1; one no longer configured is forgotten */
+	while (fscanf(f, " exec_next_%u %" SCNu64, &p, &n) == 2)
+		if (p >= 1 && p < GW_MAX_PARTITIONS)
+			v[2 + p] = n;
 	fclose(f);
 }
 
 static void progress_save(struct gw *g)
 {
-	uint64_t v[3] = { g->cmd_acked, g->tape.next, g->exec.next };
+	uint64_t v[GW_N_POS] = { g->cmd_acked, g->tape.next };
 	char path[300], tmp[300];
 	FILE *f;
 
+	for (unsigned p = 0; p < g->n_parts; p++)
+		v[2 + p] = g->parts[p].exec.next;
 	if (memcmp(v, g->persisted, sizeof(v)) == 0)
 		return;
 	progress_path(g, path, sizeof(path), "");
@@ -305,6 +344,8 @@ static void progress_save(struct gw *g)
 	}
 	fprintf(f, "cmd_acked %" PRIu64 "\ntape_next %" PRIu64 "\nexec_next %" PRIu64 "\n", v[0],
 		v[1], v[2]);
+	for (unsigned p = 1; p < g->n_parts; p++)
+		fprintf(f, "exec_next_%u %" PRIu64 "\n", p, v[2 + p]);
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "%s: %s", path, strerror(errno));
 		return;
@@ -345,7 +386,10 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- control ----------------------------------------------------------- */
 
-#define GW_N_COUNTERS (sizeof(struct gw_stats) / sizeof(uint64_t) + 3)
+/* the counters, then the gauges: sessions, cmd_next, exec_next (partition
+ * 0), tokens, and exec_next_P of each other partition */
+#define GW_N_COUNTERS (sizeof(struct gw_stats) / sizeof(uint64_t) + 3 + GW_MAX_PARTITIONS)
+_Static_assert(GW_N_POS == 2 + GW_MAX_PARTITIONS, "");
 
 static const char *const stat_names[] = {
 	"accepted", "refused", "logins", "login_rejects", "logouts", "disconnects",
@@ -356,7 +400,8 @@ static const char *const stat_names[] = {
 	"exec_dups", "exec_gaps", "exec_requests", "exec_blocks", "exec_routed",
 	"exec_foreign", "out_msgs", "replayed", "journal_errors", "tape_held", "tape_too_old",
 	"tape_skipped", "exec_held", "exec_too_old", "exec_lost", "retrans_too_old",
-	"drops_injected", "rxq_dropped", "kernel_rcvbuf_errors",
+	"drops_injected", "rxq_dropped", "kernel_rcvbuf_errors", "local_rejects", "tokens_full",
+	"unrouted_symbols",
 };
 
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) ==
@@ -374,7 +419,7 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 	reply->name = g->cfg.node.name;
 	reply->role = "gateway";
 	reply->state = g->stopping ? "stopping"
-		       : (g->tape.live && g->exec.live) ? "ready" : "starting";
+		       : (g->tape.live && gw_exec_live(g)) ? "ready" : "starting";
 	reply->term = g->tape_term;
 	reply->seq = g->tape_last;
 	reply->commit = g->tape_commit;
@@ -393,12 +438,21 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 		counters[n].name = (char *)stat_names[i];
 		counters[n].value = v[i];
 	}
-	const char *extra[] = { "sessions", "cmd_next", "exec_next" };
-	uint64_t ev[] = { g->n_sessions, g->cmd_next, g->exec.next };
-	for (size_t i = 0; i < 3; i++, n++) {
+	const char *extra[] = { "sessions", "cmd_next", "exec_next", "tokens" };
+	uint64_t ev[] = { g->n_sessions, g->cmd_next, g->parts[0].exec.next,
+			  gw_route_count(g->routes) };
+	for (size_t i = 0; i < 4; i++, n++) {
 		lockstep__counter__init(&counters[n]);
 		counters[n].name = (char *)extra[i];
 		counters[n].value = ev[i];
+	}
+	for (unsigned p = 1; p < g->n_parts; p++, n++) {
+		static char names[GW_MAX_PARTITIONS][16];
+
+		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
+		lockstep__counter__init(&counters[n]);
+		counters[n].name = names[p];
+		counters[n].value = g->parts[p].exec.next;
 	}
 	for (size_t i = 0; i < n; i++)
 		ptrs[i] = &counters[i];
@@ -430,6 +484,33 @@ static int open_listener(struct gw *g)
 	return 0;
 }
 
+/* The partitions: their routes, and a receiver each (opened later). */
+static int open_parts(struct gw *g, const uint64_t pos[GW_N_POS])
+{
+	char err[512];
+	int rc = gw_routes_open(&g->routes, &g->cfg, err, sizeof(err));
+
+	if (rc < 0) {
+		log_err("%s", err);
+		return rc;
+	}
+	g->n_parts = gw_routes_parts(g->routes);
+	g->parts = calloc(g->n_parts, sizeof(*g->parts));
+	if (!g->parts)
+		return -ENOMEM;
+	for (unsigned p = 0; p < g->n_parts; p++) {
+		g->parts[p].gw = g;
+		g->parts[p].index = p;
+		g->parts[p].exec.fd = g->parts[p].exec.req_fd = -1;
+		g->parts[p].exec.next = pos[2 + p];
+	}
+	if (g->n_parts > 1)
+		log_info("%u partitions, symbols %s; %" PRIu64 " order tokens at most",
+			 g->n_parts, gw_routes_listed(g->routes) ? "listed" : "spread by hash",
+			 g->cfg.max_tokens);
+	return 0;
+}
+
 static int open_names(struct gw *g)
 {
 	char err[512];
@@ -440,10 +521,8 @@ static int open_names(struct gw *g)
 	else
 		gw_default_session(g->soup_session, time(NULL));
 	if (mold_session_set(&g->cmd_sess, g->cfg.node.name) < 0 ||
-	    mold_session_set(&g->tape.sess, g->cfg.tape_session) < 0 ||
-	    mold_session_set(&g->exec.sess, g->cfg.exec_session) < 0) {
-		log_err("[node] name, tape_session and exec_session must be 1 to 10 printable "
-			"characters");
+	    mold_session_set(&g->tape.sess, g->cfg.tape_session) < 0) {
+		log_err("[node] name and tape_session must be 1 to 10 printable characters");
 		return -EINVAL;
 	}
 	if (g->cfg.credentials[0] == '\0') {
@@ -459,7 +538,7 @@ static int open_names(struct gw *g)
 int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 {
 	struct gw *g = calloc(1, sizeof(*g));
-	uint64_t pos[3];
+	uint64_t pos[GW_N_POS];
 	int rc;
 
 	if (!g)
@@ -467,7 +546,7 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	g->loop = loop;
 	g->cfg = *cfg;
 	g->listen_fd = g->cmd_fd = -1;
-	g->tape.fd = g->tape.req_fd = g->exec.fd = g->exec.req_fd = -1;
+	g->tape.fd = g->tape.req_fd = -1;
 	if (mkdir(cfg->node.state_dir, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_err("%s: %s", cfg->node.state_dir, strerror(errno));
@@ -482,8 +561,10 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	progress_load(g, pos);
 	g->cmd_acked = pos[0];
 	g->tape.next = pos[1];
-	g->exec.next = pos[2];
 	memcpy(g->persisted, pos, sizeof(pos));
+	rc = open_parts(g, pos);
+	if (rc < 0)
+		goto out_free;
 	rc = gw_exec_open(g);
 	if (rc < 0)
 		goto out_free;
@@ -504,9 +585,10 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	ev_timer_start(loop, &g->tick);
 	g->last_persist = ev_now(loop);
 	log_notice("gateway %s: OUCH on %s, session %s, %zu logins, command seq %" PRIu64
-		   " (acked %" PRIu64 "), exec from %" PRIu64,
+		   " (acked %" PRIu64 "), %u partition%s, exec from %" PRIu64 "%s",
 		   cfg->node.name, g->ouch_addr, g->soup_session, g->n_logins, g->cmd_next,
-		   g->cmd_acked, g->exec.next);
+		   g->cmd_acked, g->n_parts, g->n_parts > 1 ? "s" : "", g->parts[0].exec.next,
+		   g->n_parts > 1 ? " (partition 0)" : "");
 	*out = g;
 	return 0;
 
@@ -565,6 +647,8 @@ void gw_close(struct gw *g)
 	}
 	free(g->logins);
 	free(g->hash);
+	free(g->parts);
+	gw_routes_close(g->routes);
 	gw_creds_fini(&g->creds);
 	free(g);
 }

@@ -21,12 +21,22 @@
 #define GW_ACK_RING 4096 /* our events seen on the tape, not yet committed */
 #define GW_REQ_MAX_COUNT 8192u /* blocks asked for in one gap request */
 
+/* A login journal record starts with a u64 BE tag: the partition in its top
+ * 16 bits, the exec sequence number of that partition's stream below (so a
+ * partition 0 record reads as the plain exec seq it always was); the
+ * gateway's own messages (a Rejected for a symbol no partition trades) are
+ * tagged GW_TAG_LOCAL. */
+#define GW_TAG_SHIFT 48
+#define GW_TAG_SEQ_MASK ((UINT64_C(1) << GW_TAG_SHIFT) - 1)
+#define GW_TAG_LOCAL 0xffffu
+#define GW_TAG(part, seq) ((uint64_t)(part) << GW_TAG_SHIFT | ((seq) & GW_TAG_SEQ_MASK))
+
 /* A login from the credentials file with its outbound journal. */
 struct gw_login {
 	struct gw_cred cred;
 	struct journal *j; /* <state_dir>/sessions/<LOGIN>/ */
 	uint64_t next_seq; /* SoupBin seq of the next message journalled */
-	uint64_t last_exec; /* highest exec seq journalled for this login */
+	uint64_t last_exec[GW_MAX_PARTITIONS]; /* highest exec seq journalled, per partition */
 	uint64_t flushed_next; /* records below this are readable from the journal */
 	int jdirty; /* on gw->jdirty: appended to since the last flush */
 	struct gw_login *next_jdirty;
@@ -73,9 +83,13 @@ struct gw_stats {
 	 * by gw_stream_stats() */
 	uint64_t tape_held, tape_too_old, tape_skipped, exec_held, exec_too_old, exec_lost,
 		retrans_too_old, drops_injected, rxq_dropped, kernel_rcvbuf_errors;
+	/* routing: Enter Orders the gateway rejected itself (a full token
+	 * table); tokens not remembered; Enter Orders for a symbol no
+	 * partition trades (sent to partition 0, whose matcher rejects them) */
+	uint64_t local_rejects, tokens_full, unrouted_symbols;
 };
 
-/* A received MoldUDP64 stream (the tape, the exec stream): its gaps, held
+/* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
  * blocks and requests are rx's; answers and the too-old answer (a
  * heartbeat, common/rx.h) come back on req_fd only. */
 struct gw_stream {
@@ -90,6 +104,13 @@ struct gw_stream {
 	unsigned n_retrans;
 	struct rx_drop drop, req_drop; /* the loss generator, per socket */
 	uint64_t rxq, req_rxq; /* SO_RXQ_OVFL, per socket */
+};
+
+/* A matcher partition: its execution stream, arbitrated among its replicas. */
+struct gw_part {
+	struct gw *gw;
+	unsigned index;
+	struct gw_stream exec;
 };
 
 struct gw {
@@ -137,10 +158,15 @@ struct gw {
 	} ack_ring[GW_ACK_RING];
 	unsigned ack_head, ack_len;
 
-	/* the tape and the exec stream */
-	struct gw_stream tape, exec;
-	struct rx_rng rng; /* request jitter of both streams */
-	ev_timer rx_timer; /* the earliest request either stream has due */
+	/* routing: symbol -> partition, (login, token) -> partition */
+	struct gw_routes *routes;
+	unsigned n_parts;
+
+	/* the tape and the partitions' exec streams */
+	struct gw_stream tape;
+	struct gw_part *parts; /* n_parts */
+	struct rx_rng rng; /* request jitter of every stream */
+	ev_timer rx_timer; /* the earliest request any stream has due */
 	struct rx_drop cmd_drop; /* requests from the sequencer */
 	uint64_t cmd_rxq;
 	struct net_batch rx;
@@ -149,7 +175,7 @@ struct gw {
 	ev_prepare prepare;
 	ev_timer tick;
 	ev_tstamp last_persist;
-	uint64_t persisted[3];
+	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd_acked, tape_next, exec_next[] */
 	struct ctl_server *ctl;
 	struct gw_stats st;
 	int stopping;
@@ -159,6 +185,12 @@ extern struct log_ratelimit gw_rl;
 
 /* gateway.c */
 struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len);
+/* The login's number for the token table: its index, stable for the
+ * process's life (logins never move nor go away, see logins_reload). */
+static inline uint32_t gw_login_id(const struct gw *g, const struct gw_login *l)
+{
+	return (uint32_t)(l - g->logins);
+}
 
 /* session.c */
 void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents);
@@ -188,12 +220,18 @@ int gw_exec_open(struct gw *g);
 void gw_exec_close(struct gw *g);
 void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents);
 void gw_exec_flush(struct gw *g);
+/* Journals one message of the gateway's own (tag GW_TAG_LOCAL) for login l
+ * and offers it to its session, as an execution would be. 0 or -errno. */
+int gw_exec_local(struct gw *g, struct gw_login *l, const uint8_t *msg, size_t len);
+/* 1 when every partition's exec stream has been heard. */
+int gw_exec_live(const struct gw *g);
 /* Opens the journal of a login added at run time (credentials reload);
  * unlike at start, the exec stream's position stays where it is. */
 int gw_exec_open_login(struct gw *g, struct gw_login *l);
 
 /* common to the tape and exec receivers (exec.c) */
-int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops,
+/* ctx is what s's rx_ops callbacks get. */
+int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
 		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
 /* The index in s->retrans[] of the server whose address is `from`, or

@@ -1,5 +1,6 @@
 /* lockstep-gateway: the client-facing gateway daemon (see gateway.h). */
 #include <ev.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,18 @@ int main(int argc, char **argv)
 			  "OUCH 4.2 sessions in, the command stream to the sequencer out, "
 			  "executions back to the owning sessions.",
 			  &spec, &cfg, &cfg.node, &args);
+	if (rc > 0 && args.check_config) {
+		/* the partitions are checked together, beyond each key's own check
+		 * (daemon_start has said "configuration OK" for the keys) */
+		struct gw_routes *r;
+		char err[512];
+
+		if (gw_routes_open(&r, &cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "lockstep-gateway: %s\n", err);
+			return EXIT_FAILURE;
+		}
+		gw_routes_close(r);
+	}
 	if (rc != 0)
 		return rc > 0 ? EXIT_SUCCESS : 2;
 	loop = ev_default_loop(EVFLAG_AUTO);

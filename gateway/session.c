@@ -1,7 +1,7 @@
 /* SoupBinTCP 4.0 server sessions: login, heartbeats both ways, OUCH in (to
- * the command stream), sequenced data out (live, or replayed from the
- * login's journal), logout and end of session. Output is gathered per
- * session and written once per loop iteration. */
+ * the command stream, routed to a partition), sequenced data out (live, or
+ * replayed from the login's journal), logout and end of session. Output is
+ * gathered per session and written once per loop iteration. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "ouch.h"
@@ -66,6 +67,7 @@ static int out_commit(struct gw_session *s, int n)
 				? build((s)->out + (s)->out_len, SOUP_MAX_OUT, ##__VA_ARGS__) \
 				: -ENOSPC)
 
+/* A login's orders may be in any partition: one command for each. */
 static void send_session_event(struct gw *g, struct gw_login *l,
 			       Lockstep__SessionEvent__Kind kind)
 {
@@ -75,11 +77,13 @@ static void send_session_event(struct gw *g, struct gw_login *l,
 	ev.kind = kind;
 	c.user = l->cred.login;
 	c.firm = l->cred.firm;
-	c.partition = 0;
 	c.body_case = LOCKSTEP__COMMAND__BODY_SESSION;
 	c.session = &ev;
-	if (gw_cmd_submit(g, &c) == 0)
-		g->st.session_events++;
+	for (unsigned p = 0; p < g->n_parts; p++) {
+		c.partition = p;
+		if (gw_cmd_submit(g, &c) == 0)
+			g->st.session_events++;
+	}
 }
 
 /* Closes the connection at once; the struct is freed by gw_session_reap().
@@ -208,8 +212,89 @@ static void put_replace(Lockstep__ReplaceOrder *o, const struct ouch_replace_ord
 	o->min_qty = r->min_qty;
 }
 
-/* Decodes one OUCH message and submits it as a Command. Values are not
- * judged here: the matcher accepts or rejects, on the tape. */
+/* The gateway's own Rejected for an Enter Order that no partition can
+ * take (the order never reaches the tape). */
+static void reject_enter(struct gw_session *s, const struct ouch_enter_order *e, char reason)
+{
+	struct gw *g = s->gw;
+	struct ouch_msg m = { .type = OUCH_REJECTED };
+	uint8_t buf[OUCH_MAX_LEN];
+	int n;
+
+	m.u.rejected.timestamp = wall_ns() % (86400ull * 1000000000ull); /* as a matcher: UTC day */
+	memcpy(m.u.rejected.token, e->token, sizeof(m.u.rejected.token));
+	m.u.rejected.reason = reason;
+	n = ouch_encode_outbound(&m, buf, sizeof(buf));
+	if (n > 0 && gw_exec_local(g, s->login, buf, (size_t)n) == 0)
+		g->st.local_rejects++;
+}
+
+/* The partition of an Enter Order, or -1 when the gateway rejected it. A
+ * token this login used before goes where it went then, so that the
+ * matcher there ignores the duplicate (as one partition always did); a new
+ * one goes to its symbol's partition and is remembered once the command is
+ * journalled (see remember()). */
+static int enter_partition(struct gw_session *s, const struct ouch_enter_order *e)
+{
+	struct gw *g = s->gw;
+	int p;
+
+	if (g->n_parts > 1) {
+		p = gw_route_token(g->routes, gw_login_id(g, s->login), e->token, sizeof(e->token));
+		if (p >= 0)
+			return p;
+	}
+	p = gw_route_symbol(g->routes, e->stock, sizeof(e->stock));
+	if (p < 0) {
+		/* No partition trades it: partition 0's matcher rejects it (invalid
+		 * stock), on the tape like every other answer (DESIGN.md, invariant
+		 * 2); the gateway does not answer for a matcher. */
+		g->st.unrouted_symbols++;
+		log_ratelimited(&gw_rl, LOG_LVL_INFO, "session %s %s: %.8s: no partition trades it: "
+				"sent to partition 0 to be rejected",
+				s->peer, s->login->cred.login, e->stock);
+		p = 0;
+	}
+	if (g->n_parts > 1 && gw_route_full(g->routes)) {
+		g->st.tokens_full++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "token table full ([gateway] max_tokens "
+				"%" PRIu64 "): Enter Order rejected", g->cfg.max_tokens);
+		reject_enter(s, e, OUCH_REJ_OTHER);
+		return -1;
+	}
+	return p;
+}
+
+/* The partition remembered for the order that `token` names, or -ENOENT
+ * (its command then goes to partition 0, whose matcher answers as for any
+ * unknown token). One partition: 0. */
+static int token_partition(struct gw_session *s, const char *token, size_t len)
+{
+	struct gw *g = s->gw;
+
+	if (g->n_parts == 1)
+		return 0;
+	return gw_route_token(g->routes, gw_login_id(g, s->login), token, len);
+}
+
+/* After a command is journalled: its new token lives in its partition. */
+static void remember(struct gw_session *s, const char *token, size_t len, unsigned p, int slack)
+{
+	struct gw *g = s->gw;
+
+	if (g->n_parts > 1 &&
+	    gw_route_add(g->routes, gw_login_id(g, s->login), token, len, p, slack) == -ENOSPC) {
+		g->st.tokens_full++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "token table full ([gateway] max_tokens "
+				"%" PRIu64 "): %s's token %s not remembered", g->cfg.max_tokens,
+				s->login->cred.login, token);
+	}
+}
+
+/* Decodes one OUCH message, routes it and submits it as a Command. Values
+ * are not judged here: the matcher accepts or rejects, on the tape; only an
+ * Enter Order that no partition can take (its symbol listed nowhere, or the
+ * token table full) is rejected here. */
 static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 {
 	Lockstep__Command c = LOCKSTEP__COMMAND__INIT;
@@ -218,7 +303,7 @@ static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 	Lockstep__CancelOrder co = LOCKSTEP__CANCEL_ORDER__INIT;
 	Lockstep__ModifyOrder mo = LOCKSTEP__MODIFY_ORDER__INIT;
 	struct ouch_msg m;
-	int rc = ouch_decode_inbound(pkt->payload, pkt->len, &m);
+	int rc = ouch_decode_inbound(pkt->payload, pkt->len, &m), known = 0;
 
 	if (rc < 0) {
 		s->gw->st.ouch_malformed++;
@@ -231,25 +316,39 @@ static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 	}
 	c.user = s->login->cred.login;
 	c.firm = s->login->cred.firm;
-	c.partition = 0;
+	s->gw->st.ouch_in++;
 	switch (m.type) {
 	case OUCH_ENTER_ORDER:
+		rc = enter_partition(s, &m.u.enter);
+		if (rc < 0)
+			return;
+		c.partition = (uint32_t)rc;
 		put_enter(&no, &m.u.enter);
 		c.body_case = LOCKSTEP__COMMAND__BODY_NEW_ORDER;
 		c.new_order = &no;
 		break;
 	case OUCH_REPLACE_ORDER:
+		/* the replacement token lives where the order does; a replace
+		 * of an unknown order creates no token */
+		rc = token_partition(s, m.u.replace.existing_token,
+				     sizeof(m.u.replace.existing_token));
+		known = rc >= 0;
+		c.partition = known ? (uint32_t)rc : 0;
 		put_replace(&ro, &m.u.replace);
 		c.body_case = LOCKSTEP__COMMAND__BODY_REPLACE;
 		c.replace = &ro;
 		break;
 	case OUCH_CANCEL_ORDER:
+		rc = token_partition(s, m.u.cancel.token, sizeof(m.u.cancel.token));
+		c.partition = rc >= 0 ? (uint32_t)rc : 0;
 		co.token = m.u.cancel.token;
 		co.shares = m.u.cancel.shares;
 		c.body_case = LOCKSTEP__COMMAND__BODY_CANCEL;
 		c.cancel = &co;
 		break;
 	case OUCH_MODIFY_ORDER:
+		rc = token_partition(s, m.u.modify.token, sizeof(m.u.modify.token));
+		c.partition = rc >= 0 ? (uint32_t)rc : 0;
 		mo.token = m.u.modify.token;
 		mo.side = (uint8_t)m.u.modify.side;
 		mo.shares = m.u.modify.shares;
@@ -260,9 +359,15 @@ static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 		protocol_error(s, "unexpected OUCH type", 0);
 		return;
 	}
-	s->gw->st.ouch_in++;
-	if (gw_cmd_submit(s->gw, &c) < 0)
+	if (gw_cmd_submit(s->gw, &c) < 0) {
 		protocol_error(s, "command could not be journalled", 0);
+		return;
+	}
+	if (m.type == OUCH_ENTER_ORDER)
+		remember(s, m.u.enter.token, sizeof(m.u.enter.token), c.partition, 0);
+	else if (known)
+		remember(s, m.u.replace.replacement_token, sizeof(m.u.replace.replacement_token),
+			 c.partition, 1);
 }
 
 static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)

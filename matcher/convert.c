@@ -112,6 +112,7 @@ int convert_engine_config(const struct matcher_config *cfg, char *store,
 	ec.max_orders = (uint32_t)cfg->max_orders;
 	ec.max_tokens = (uint32_t)cfg->max_tokens;
 	ec.max_levels = (uint32_t)cfg->max_levels;
+	ec.partition = (uint32_t)cfg->partition;
 	*out = ec;
 	return 0;
 }

@@ -1288,7 +1288,7 @@ static int check_config(const struct engine_config *cfg)
 		return -EINVAL;
 	if (cfg->max_shares == 0 || cfg->max_orders == 0 || cfg->max_orders >= (1u << 31) ||
 	    cfg->max_tokens == 0 || cfg->max_tokens >= (1u << 31) || cfg->max_levels == 0 ||
-	    cfg->max_levels > (1u << 24) || cfg->max_users >= (1u << 30))
+	    cfg->max_levels > (1u << 24) || cfg->max_users >= (1u << 30) || cfg->partition > 0xffff)
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_symbols; i++) {
 		size_t len = cfg->symbols[i] ? strnlen(cfg->symbols[i], OUCH_STOCK_LEN + 1) : 0;
@@ -1377,8 +1377,8 @@ int engine_create(struct engine **out, const struct engine_config *cfg)
 	e->max_tokens = cfg->max_tokens;
 	e->max_levels = cfg->max_levels;
 	e->max_users = cfg->max_users ? cfg->max_users : DEFAULT_MAX_USERS;
-	e->next_ref = 1;
-	e->next_match = 1;
+	e->next_ref = ((uint64_t)cfg->partition << 48) + 1;
+	e->next_match = ((uint64_t)cfg->partition << 48) + 1;
 	e->next_prio = 1;
 	r = alloc_tables(e, cfg);
 	if (!r)

@@ -90,6 +90,9 @@ struct engine_config {
 	uint32_t max_tokens; /* tokens remembered for the day, e.g. 1 << 22 */
 	uint32_t max_levels; /* price levels per side per symbol, e.g. 1024 */
 	uint32_t max_users; /* distinct logins; 0 means 65536 */
+	/* Order reference and match numbers start at partition << 48 (plus 1),
+	 * so that no two partitions hand out the same one. */
+	uint32_t partition;
 };
 
 enum engine_cmd_kind {

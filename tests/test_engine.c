@@ -290,6 +290,30 @@ static struct engine_stats stats(void)
 
 /* --- crosses and priority ------------------------------------------------- */
 
+/* Partition p numbers its orders and matches from p << 48: two partitions
+ * never hand out the same order reference or match number. */
+START_TEST(partition_numbers)
+{
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 1024,
+		.max_tokens = 4096, .max_levels = 64, .partition = 5,
+	};
+	const uint64_t base = 5ull << 48;
+	struct engine *f = NULL;
+
+	engine_destroy(E);
+	ck_assert_int_eq(engine_create(&E, &cfg), 0);
+	rest(lim("alice", "FA", "a1", 'S', 100, P(10, 0)));
+	ck_assert_uint_eq(C.v[0].m.u.accepted.order_ref, base + 1);
+	apply(lim("bob", "FB", "b1", 'B', 30, P(10, 0)));
+	n_msgs(3);
+	ck_assert_uint_eq(accepted(0, "bob", "b1"), base + 2);
+	fill(1, "alice", "a1", "bob", "b1", 30, P(10, 0), base + 1);
+	cfg.partition = 0x10000;
+	ck_assert_int_eq(engine_create(&f, &cfg), -EINVAL);
+}
+END_TEST
+
 START_TEST(cross_and_partial_fill)
 {
 	const struct ouch_accepted *a;
@@ -1331,6 +1355,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, cross_and_partial_fill);
+	tcase_add_test(tc, partition_numbers);
 	tcase_add_test(tc, time_priority_at_one_price);
 	tcase_add_test(tc, price_priority_across_prices);
 	tcase_add_test(tc, cancel_and_partial_cancel);

@@ -1,6 +1,6 @@
-/* The gateway alone: credentials parsing, address lists, and a whole
- * gateway on loopback driven by a fake client, fake sequencers and fake
- * tape/exec senders. */
+/* The gateway alone: credentials parsing, address lists, partition routes,
+ * and a whole gateway on loopback driven by a fake client, fake sequencers
+ * and fake tape/exec senders. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
@@ -15,9 +15,11 @@
 
 #include "addrlist.h"
 #include "gateway.h"
+#include "gw_private.h" /* gw_exec_live */
 #include "lockstep.pb-c.h"
 #include "moldudp64.h"
 #include "net.h"
+#include "ouch.h"
 #include "soupbin.h"
 #include "wire.h"
 
@@ -202,6 +204,185 @@ START_TEST(addr_list_bad)
 }
 END_TEST
 
+/* ---- partition routes ------------------------------------------------------- */
+
+/* Loads a gateway config from overrides (section.key=value) into *cfg. */
+static void routes_config(struct gw_config *cfg, const char *const *ov, size_t n)
+{
+	struct config_spec spec = { gw_config_keys, NULL, NULL, NULL };
+	const char *all[16] = { "node.name=t" };
+	char err[512];
+
+	ck_assert_uint_lt(n, 16);
+	memcpy(all + 1, ov, n * sizeof(*ov));
+	ck_assert_msg(config_load(&spec, cfg, NULL, all, n + 1, err, sizeof(err)) == 0, "%s", err);
+}
+
+static struct gw_routes *routes_of(const char *const *ov, size_t n)
+{
+	static struct gw_config cfg;
+	struct gw_routes *r = NULL;
+	char err[512];
+
+	routes_config(&cfg, ov, n);
+	ck_assert_msg(gw_routes_open(&r, &cfg, err, sizeof(err)) == 0, "%s", err);
+	return r;
+}
+
+#define N_OV(a) (sizeof(a) / sizeof(a[0]))
+
+static const char *const three_listed[] = {
+	"gateway.partitions=3",
+	"gateway.symbols=AAPL MSFT",
+	"partition1.symbols= IBM,ORCL\tT ",
+	"partition1.exec_group=239.255.9.3:1000",
+	"partition1.exec_retrans=127.0.0.1:1001",
+	"partition2.symbols=BRK.A",
+	"partition2.exec_group=239.255.9.4:1000",
+	"partition2.exec_retrans=127.0.0.1:1002,127.0.0.1:1003",
+};
+
+START_TEST(routes_listed)
+{
+	struct gw_routes *r = routes_of(three_listed, N_OV(three_listed));
+
+	ck_assert_uint_eq(gw_routes_parts(r), 3);
+	ck_assert_int_eq(gw_routes_listed(r), 1);
+	ck_assert_int_eq(gw_route_symbol(r, "AAPL", 8), 0);
+	ck_assert_int_eq(gw_route_symbol(r, "MSFT    ", 8), 0); /* OUCH's padding */
+	ck_assert_int_eq(gw_route_symbol(r, "IBM", 3), 1);
+	ck_assert_int_eq(gw_route_symbol(r, "ORCL", 9), 1);
+	ck_assert_int_eq(gw_route_symbol(r, "T", 1), 1);
+	ck_assert_int_eq(gw_route_symbol(r, "BRK.A", 5), 2);
+	ck_assert_int_eq(gw_route_symbol(r, "BRK", 3), -ENOENT);
+	ck_assert_int_eq(gw_route_symbol(r, "aapl", 4), -ENOENT); /* as the matcher: exact */
+	ck_assert_int_eq(gw_route_symbol(r, "ZZZZ", 4), -ENOENT);
+	ck_assert_int_eq(gw_route_symbol(r, "", 0), -ENOENT);
+	ck_assert_int_eq(gw_route_symbol(r, "        ", 8), -ENOENT);
+	gw_routes_close(r);
+}
+END_TEST
+
+START_TEST(routes_hash)
+{
+	static const char *const ov[] = {
+		"gateway.partitions=3",
+		"partition1.exec_group=239.255.9.3:1000",
+		"partition1.exec_retrans=127.0.0.1:1001",
+		"partition2.exec_group=239.255.9.4:1000",
+		"partition2.exec_retrans=127.0.0.1:1002",
+	};
+	static const char *const syms[] = { "AAPL", "MSFT", "IBM", "ORCL", "T", "ZZZZZZZZ" };
+	struct gw_routes *r = routes_of(ov, N_OV(ov));
+
+	ck_assert_int_eq(gw_routes_listed(r), 0);
+	/* FNV-1a, 32 bits, of the characters without the padding (the man
+	 * page tells operators so): "AAPL" = 0x58cd330b */
+	ck_assert_uint_eq(gw_symbol_hash("AAPL", 4), 0x58cd330bu);
+	ck_assert_uint_eq(gw_symbol_hash("AAPL    ", 8), 0x58cd330bu);
+	for (size_t i = 0; i < N_OV(syms); i++)
+		ck_assert_int_eq(gw_route_symbol(r, syms[i], strlen(syms[i])),
+				 (int)(gw_symbol_hash(syms[i], strlen(syms[i])) % 3));
+	gw_routes_close(r);
+
+	/* one partition, the configuration of old: everything to 0, no table */
+	r = routes_of(NULL, 0);
+	ck_assert_uint_eq(gw_routes_parts(r), 1);
+	ck_assert_int_eq(gw_route_symbol(r, "ANYTHING", 8), 0);
+	ck_assert_int_eq(gw_route_add(r, 0, "T1", 2, 0, 0), -EINVAL);
+	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), -ENOENT);
+	ck_assert_int_eq(gw_route_full(r), 0);
+	gw_routes_close(r);
+}
+END_TEST
+
+static const struct {
+	const char *ov[4], *why;
+} bad_routes[] = {
+	{ { "gateway.partitions=2" }, "[partition1] exec_group" },
+	{ { "gateway.partitions=2", "partition1.exec_group=239.255.9.3:1" },
+	  "[partition1] exec_retrans" },
+	{ { "gateway.partitions=2", "partition1.exec_group=239.255.0.2:18000",
+	    "partition1.exec_retrans=127.0.0.1:1" },
+	  "partition 0's as well" },
+	{ { "partition1.exec_group=239.255.9.3:1" }, "[partition1]: configured" },
+	{ { "partition15.exec_session=X" }, "[partition15]: configured" },
+	{ { "gateway.partitions=2", "partition1.exec_group=239.255.9.3:1",
+	    "partition1.exec_retrans=127.0.0.1:1", "gateway.symbols=AAPL" },
+	  "[partition1] symbols: missing" },
+	{ { "gateway.partitions=2", "partition1.exec_group=239.255.9.3:1",
+	    "partition1.exec_retrans=127.0.0.1:1", "partition1.symbols=AAPL" },
+	  "[gateway] symbols: missing" },
+	{ { "gateway.symbols=AAPL TOOLONGXX" }, "\"TOOLONGXX\"" },
+	{ { "gateway.symbols=AAPL AAPL" }, "AAPL is partition 0's too" },
+	{ { "gateway.symbols=AA\x01" }, "printable" },
+	{ { "gateway.exec_group=" }, "[gateway] exec_group" },
+	{ { "gateway.exec_retrans=" }, "[gateway] exec_retrans" },
+};
+
+START_TEST(routes_bad)
+{
+	static struct gw_config cfg;
+	struct gw_routes *r = NULL;
+	char err[512] = "";
+	size_t n = 0;
+
+	while (n < 4 && bad_routes[_i].ov[n])
+		n++;
+	routes_config(&cfg, bad_routes[_i].ov, n);
+	ck_assert_int_eq(gw_routes_open(&r, &cfg, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_null(r);
+	ck_assert_msg(strstr(err, bad_routes[_i].why), "case %d: \"%s\" does not say \"%s\"", _i,
+		      err, bad_routes[_i].why);
+}
+END_TEST
+
+START_TEST(routes_tokens)
+{
+	static const char *const ov[] = {
+		"gateway.partitions=2",
+		"gateway.max_tokens=1024",
+		"partition1.exec_group=239.255.9.3:1000",
+		"partition1.exec_retrans=127.0.0.1:1001",
+	};
+	struct gw_routes *r = routes_of(ov, N_OV(ov));
+	char tok[16];
+	int rc;
+
+	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), -ENOENT);
+	ck_assert_int_eq(gw_route_add(r, 0, "T1", 2, 1, 0), 0);
+	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), 1);
+	ck_assert_int_eq(gw_route_token(r, 0, "T1            ", 14), 1); /* padded */
+	ck_assert_int_eq(gw_route_token(r, 1, "T1", 2), -ENOENT); /* per login */
+	ck_assert_int_eq(gw_route_token(r, 0, "T", 1), -ENOENT);
+	ck_assert_int_eq(gw_route_add(r, 0, "T1", 2, 0, 0), -EEXIST); /* the first stays */
+	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), 1);
+	ck_assert_int_eq(gw_route_add(r, 1, "T1", 2, 0, 0), 0);
+	ck_assert_int_eq(gw_route_token(r, 1, "T1", 2), 0);
+	ck_assert_int_eq(gw_route_add(r, 0, "T2", 2, 2, 0), -EINVAL); /* no partition 2 */
+	/* max_tokens for Enter Orders, then the slack (3/4 of 2048 slots) */
+	for (int i = 2; i < 1024; i++) {
+		snprintf(tok, sizeof(tok), "E%d", i);
+		ck_assert_int_eq(gw_route_add(r, 0, tok, strlen(tok), (unsigned)i & 1, 0), 0);
+	}
+	ck_assert_uint_eq(gw_route_count(r), 1024);
+	ck_assert_int_eq(gw_route_full(r), 1);
+	ck_assert_int_eq(gw_route_add(r, 0, "NEW", 3, 0, 0), -ENOSPC);
+	for (int i = 0; (rc = gw_route_add(r, 2, tok, (size_t)snprintf(tok, sizeof(tok), "R%d", i),
+					   1, 1)) == 0;
+	     i++)
+		ck_assert_int_lt(i, 2048);
+	ck_assert_int_eq(rc, -ENOSPC);
+	ck_assert_uint_eq(gw_route_count(r), 1536);
+	for (int i = 2; i < 1024; i++) {
+		snprintf(tok, sizeof(tok), "E%d", i);
+		ck_assert_int_eq(gw_route_token(r, 0, tok, strlen(tok)), i & 1);
+	}
+	ck_assert_int_eq(gw_route_token(r, 2, "R7", 2), 1);
+	gw_routes_close(r);
+}
+END_TEST
+
 /* ---- a gateway on loopback ------------------------------------------------ */
 
 struct rig {
@@ -211,6 +392,9 @@ struct rig {
 	int seq_fd; /* the fake sequencer */
 	int port; /* OUCH */
 	int tape_port; /* of the tape's multicast group, 239.255.9.1 */
+	int exec_port; /* of the exec groups: 239.255.9.2, 239.255.9.3 (partition 1) */
+	uint8_t dgram[2048]; /* the last command datagram read (next_command) */
+	size_t dlen;
 };
 
 static int udp_bound(int *port)
@@ -233,8 +417,8 @@ static void rig_open_ex(struct rig *r, char extra[][160], int n_extra)
 	static const struct config_key *keys = gw_config_keys;
 	struct config_spec spec = { keys, NULL, NULL, NULL };
 	struct gw_config cfg;
-	char err[512], set[24][160], creds[128];
-	const char *ov[24];
+	char err[512], set[40][160], creds[128];
+	const char *ov[40];
 	int sp, n = 0, base = 30000 + (getpid() % 5000) * 4;
 	FILE *f;
 
@@ -245,6 +429,8 @@ static void rig_open_ex(struct rig *r, char extra[][160], int n_extra)
 	fclose(f);
 	r->seq_fd = udp_bound(&sp);
 	r->tape_port = base;
+	r->exec_port = base + 2;
+	r->dlen = 0;
 	snprintf(set[n++], 160, "node.name=gwtest");
 	snprintf(set[n++], 160, "node.state_dir=%s", r->dir);
 	snprintf(set[n++], 160, "node.log_level=err");
@@ -258,7 +444,7 @@ static void rig_open_ex(struct rig *r, char extra[][160], int n_extra)
 	snprintf(set[n++], 160, "gateway.credentials=%s", creds);
 	snprintf(set[n++], 160, "gateway.heartbeat=200ms");
 	snprintf(set[n++], 160, "gateway.idle_timeout=600ms");
-	ck_assert_int_le(n + n_extra, 24);
+	ck_assert_int_le(n + n_extra, 40);
 	for (int i = 0; i < n_extra; i++)
 		memcpy(set[n++], extra[i], 160);
 	for (int i = 0; i < n; i++)
@@ -687,6 +873,422 @@ START_TEST(tape_too_old_by_source)
 }
 END_TEST
 
+/* ---- partitions on loopback ------------------------------------------------ */
+
+/* Two partitions: AAPL and MSFT in 0, IBM and ORCL in 1, whose exec group
+ * is 239.255.9.3 (on the port of partition 0's). */
+static void rig_parts_open(struct rig *r)
+{
+	char extra[7][160];
+	int base = 30000 + (getpid() % 5000) * 4; /* rig_open_ex's */
+
+	snprintf(extra[0], 160, "gateway.partitions=2");
+	snprintf(extra[1], 160, "gateway.symbols=AAPL MSFT");
+	snprintf(extra[2], 160, "partition1.symbols=IBM,ORCL");
+	snprintf(extra[3], 160, "partition1.exec_group=239.255.9.3:%d", base + 2);
+	snprintf(extra[4], 160, "partition1.exec_retrans=127.0.0.1:%d", base + 3);
+	snprintf(extra[5], 160, "gateway.resend_timeout=60s"); /* each command comes once */
+	snprintf(extra[6], 160, "gateway.idle_timeout=10s");
+	rig_open_ex(r, extra, 7);
+}
+
+/* One partition that lists its symbols. */
+static void rig_listed_open(struct rig *r)
+{
+	char extra[3][160];
+
+	snprintf(extra[0], 160, "gateway.symbols=AAPL MSFT");
+	snprintf(extra[1], 160, "gateway.resend_timeout=60s");
+	snprintf(extra[2], 160, "gateway.idle_timeout=10s");
+	rig_open_ex(r, extra, 3);
+}
+
+/* Stops the gateway and starts it again on the same state directory
+ * (without its progress file when `forget`: the journals alone then say
+ * where each exec stream resumes). */
+static void rig_reopen(struct rig *r, void (*open_fn)(struct rig *), int forget)
+{
+	char path[128];
+
+	gw_stop(r->gw);
+	gw_close(r->gw);
+	ev_loop_destroy(r->loop);
+	close(r->seq_fd);
+	if (forget) {
+		snprintf(path, sizeof(path), "%s/gateway.pos", r->dir);
+		ck_assert_int_eq(unlink(path), 0);
+	}
+	open_fn(r);
+}
+
+static int client_as(struct rig *r, const char *user, const char *pw, uint64_t seq)
+{
+	uint8_t b[256];
+	size_t len;
+	int fd = client_connect(r);
+
+	client_login(fd, user, pw, "", seq);
+	ck_assert_int_eq(client_read(r, fd, b, sizeof(b), &len), 'A');
+	return fd;
+}
+
+static void client_send(int fd, const struct ouch_msg *m)
+{
+	uint8_t msg[64], pkt[128];
+	int n = ouch_encode_inbound(m, msg, sizeof(msg)), k;
+
+	ck_assert_int_gt(n, 0);
+	k = soup_build_unsequenced(pkt, sizeof(pkt), msg, (uint16_t)n);
+	ck_assert_int_eq(write(fd, pkt, (size_t)k), k);
+}
+
+static void send_enter(int fd, const char *token, const char *stock)
+{
+	struct ouch_msg m = { .type = OUCH_ENTER_ORDER };
+	struct ouch_enter_order *e = &m.u.enter;
+
+	snprintf(e->token, sizeof(e->token), "%s", token);
+	snprintf(e->stock, sizeof(e->stock), "%s", stock);
+	snprintf(e->firm, sizeof(e->firm), "FRMA");
+	e->side = OUCH_BUY;
+	e->shares = 100;
+	e->price = 1000000;
+	e->tif = OUCH_TIF_SYSTEM_HOURS;
+	e->display = OUCH_DISPLAY_ATTRIBUTABLE;
+	e->capacity = OUCH_CAP_AGENCY;
+	e->iso = OUCH_ISO_NOT_ELIGIBLE;
+	e->cross_type = OUCH_CROSS_NONE;
+	e->customer_type = OUCH_CUST_NOT_RETAIL;
+	client_send(fd, &m);
+}
+
+static void send_cancel(int fd, const char *token)
+{
+	struct ouch_msg m = { .type = OUCH_CANCEL_ORDER };
+
+	snprintf(m.u.cancel.token, sizeof(m.u.cancel.token), "%s", token);
+	client_send(fd, &m);
+}
+
+static void send_replace(int fd, const char *existing, const char *replacement)
+{
+	struct ouch_msg m = { .type = OUCH_REPLACE_ORDER };
+	struct ouch_replace_order *o = &m.u.replace;
+
+	snprintf(o->existing_token, sizeof(o->existing_token), "%s", existing);
+	snprintf(o->replacement_token, sizeof(o->replacement_token), "%s", replacement);
+	o->shares = 50;
+	o->price = 1000000;
+	o->tif = OUCH_TIF_SYSTEM_HOURS;
+	o->display = OUCH_DISPLAY_ATTRIBUTABLE;
+	o->iso = OUCH_ISO_NOT_ELIGIBLE;
+	client_send(fd, &m);
+}
+
+static void send_modify(int fd, const char *token)
+{
+	struct ouch_msg m = { .type = OUCH_MODIFY_ORDER };
+
+	snprintf(m.u.modify.token, sizeof(m.u.modify.token), "%s", token);
+	m.u.modify.side = OUCH_SELL;
+	m.u.modify.shares = 10;
+	client_send(fd, &m);
+}
+
+/* Command `want` of the gateway's stream (heartbeats skipped), unpacked;
+ * the caller frees it. Several commands may share a datagram: the last
+ * datagram read is looked at first. */
+static Lockstep__Command *next_command(struct rig *r, uint64_t want)
+{
+	struct mold_session ms;
+
+	mold_session_set(&ms, "gwtest");
+	for (int i = 0; i < 100; i++) {
+		struct mold_packet mp;
+		struct mold_iter it;
+		const uint8_t *d;
+		uint16_t dl;
+		uint64_t seq;
+		ssize_t n;
+
+		if (r->dlen && mold_parse(r->dgram, r->dlen, &ms, 0, &mp) == 0 &&
+		    mp.kind == MOLD_DATA) {
+			mold_iter_init(&it, &mp);
+			while (mold_iter_next(&it, &seq, &d, &dl))
+				if (seq == want)
+					return lockstep__command__unpack(NULL, dl, d);
+		}
+		ck_assert_msg(pump_until(r, r->seq_fd, 2000), "no command %d", (int)want);
+		n = recv(r->seq_fd, r->dgram, sizeof(r->dgram), 0);
+		ck_assert_int_gt(n, 0);
+		r->dlen = (size_t)n;
+	}
+	ck_abort_msg("no command %d", (int)want);
+	return NULL;
+}
+
+/* Command `want` is of `body` and goes to partition `part`. */
+static void ck_command(struct rig *r, uint64_t want, int body, unsigned part)
+{
+	Lockstep__Command *c = next_command(r, want);
+
+	ck_assert_ptr_nonnull(c);
+	ck_assert_msg((int)c->body_case == body, "command %d: body %d, want %d", (int)want,
+		      (int)c->body_case, body);
+	ck_assert_msg(c->partition == part, "command %d: partition %u, want %u", (int)want,
+		      c->partition, part);
+	lockstep__command__free_unpacked(c, NULL);
+}
+
+#define NEW LOCKSTEP__COMMAND__BODY_NEW_ORDER
+#define CXL LOCKSTEP__COMMAND__BODY_CANCEL
+#define RPL LOCKSTEP__COMMAND__BODY_REPLACE
+#define MOD LOCKSTEP__COMMAND__BODY_MODIFY
+#define SES LOCKSTEP__COMMAND__BODY_SESSION
+
+/* The next Sequenced Data message to the client (heartbeats skipped): its
+ * OUCH bytes in b + 1; returns its type. */
+static int client_msg(struct rig *r, int fd, uint8_t *b, size_t cap)
+{
+	size_t len;
+	int t;
+
+	while ((t = client_read(r, fd, b, cap, &len)) == 'H')
+		;
+	ck_assert_msg(t == 'S', "packet type %d, want Sequenced Data", t);
+	return b[1];
+}
+
+/* The next message is `type` for `token`. */
+static void ck_client(struct rig *r, int fd, int type, const char *token)
+{
+	uint8_t b[256];
+	char want[15];
+
+	ck_assert_int_eq(client_msg(r, fd, b, sizeof(b)), type);
+	snprintf(want, sizeof(want), "%-14s", token);
+	ck_assert_msg(memcmp(b + 10, want, 14) == 0, "token %.14s, want %s", b + 10, token);
+}
+
+/* Nothing but heartbeats for ms. */
+static void client_quiet(struct rig *r, int fd, int ms)
+{
+	uint8_t b[256];
+	size_t len;
+
+	for (int t = 0; t < ms; t += 5) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		ev_run(r->loop, EVRUN_NOWAIT);
+		if (poll(&p, 1, 5) > 0)
+			ck_assert_int_eq(client_read(r, fd, b, sizeof(b), &len), 'H');
+	}
+}
+
+START_TEST(partition_routing)
+{
+	struct rig r;
+	int fd;
+
+	rig_parts_open(&r);
+	fd = client_as(&r, "TRADR1", "pw1", 0);
+	send_enter(fd, "T1", "IBM");
+	ck_command(&r, 1, NEW, 1);
+	send_enter(fd, "T2", "AAPL");
+	ck_command(&r, 2, NEW, 0);
+	send_cancel(fd, "T1");
+	ck_command(&r, 3, CXL, 1);
+	send_cancel(fd, "T2");
+	ck_command(&r, 4, CXL, 0);
+	send_cancel(fd, "NOPE"); /* unknown: partition 0 answers it */
+	ck_command(&r, 5, CXL, 0);
+	send_replace(fd, "T1", "T3"); /* T3 lives where T1 did */
+	ck_command(&r, 6, RPL, 1);
+	send_cancel(fd, "T3");
+	ck_command(&r, 7, CXL, 1);
+	send_modify(fd, "T3");
+	ck_command(&r, 8, MOD, 1);
+	send_replace(fd, "NOPE", "T5"); /* no order: T5 is not taken */
+	ck_command(&r, 9, RPL, 0);
+	send_enter(fd, "T5", "ORCL");
+	ck_command(&r, 10, NEW, 1);
+	send_enter(fd, "T1", "AAPL"); /* T1 again: where T1 went (a duplicate there) */
+	ck_command(&r, 11, NEW, 1);
+	/* no partition trades ZZZZ: partition 0's matcher is to reject it, on
+	 * the tape (the gateway answers for no matcher) */
+	send_enter(fd, "T4", "ZZZZ");
+	ck_command(&r, 12, NEW, 0);
+	send_enter(fd, "T6", "MSFT");
+	ck_command(&r, 13, NEW, 0);
+	close(fd);
+	/* TRADR2's orders are canceled on disconnect, in either partition */
+	fd = client_as(&r, "TRADR2", "pw2", 0);
+	close(fd);
+	ck_command(&r, 14, SES, 0);
+	ck_command(&r, 15, SES, 1);
+
+	/* a restart learns the tokens again from the command journal */
+	rig_reopen(&r, rig_parts_open, 0);
+	fd = client_as(&r, "TRADR1", "pw1", 0);
+	send_cancel(fd, "T3");
+	ck_command(&r, 16, CXL, 1);
+	send_cancel(fd, "T5");
+	ck_command(&r, 17, CXL, 1);
+	send_cancel(fd, "T6");
+	ck_command(&r, 18, CXL, 0);
+	send_cancel(fd, "T4"); /* rejected by the gateway: unknown */
+	ck_command(&r, 18, CXL, 0);
+	close(fd);
+	rig_close(&r);
+}
+END_TEST
+
+static int mc_open(void)
+{
+	struct in_addr lo = { .s_addr = htonl(INADDR_LOOPBACK) };
+	int mc = socket(AF_INET, SOCK_DGRAM, 0);
+
+	ck_assert_int_ge(mc, 0);
+	ck_assert_int_eq(setsockopt(mc, IPPROTO_IP, IP_MULTICAST_IF, &lo, sizeof(lo)), 0);
+	return mc;
+}
+
+/* A packet of partition part's exec stream (239.255.9.(2 + part)): block
+ * `seq` for `user`, an Accepted for token on stock; or (user NULL) a
+ * heartbeat saying seq is next. */
+static void exec_send(struct rig *r, int mc, unsigned part, uint64_t seq, const char *user,
+		      const char *token, const char *stock)
+{
+	struct sockaddr_in group = { .sin_family = AF_INET };
+	struct ouch_msg m = { .type = OUCH_ACCEPTED };
+	struct ouch_accepted *a = &m.u.accepted;
+	struct mold_session ms;
+	struct mold_builder mb;
+	uint8_t blk[128], pkt[256];
+	char name[16];
+	size_t len;
+	int n;
+
+	group.sin_addr.s_addr = htonl(0xefff0902u + part); /* 239.255.9.2 + part */
+	group.sin_port = htons((uint16_t)r->exec_port);
+	snprintf(name, sizeof(name), "EXEC%u", part);
+	mold_session_set(&ms, name);
+	if (!user) {
+		len = mold_build_heartbeat(pkt, &ms, seq);
+	} else {
+		snprintf(a->token, sizeof(a->token), "%s", token);
+		snprintf(a->stock, sizeof(a->stock), "%s", stock);
+		snprintf(a->firm, sizeof(a->firm), "FRMA");
+		a->timestamp = 1;
+		a->side = OUCH_BUY;
+		a->shares = 100;
+		a->price = 1000000;
+		a->tif = OUCH_TIF_SYSTEM_HOURS;
+		a->display = OUCH_DISPLAY_ATTRIBUTABLE;
+		a->order_ref = seq;
+		a->capacity = OUCH_CAP_AGENCY;
+		a->iso = OUCH_ISO_NOT_ELIGIBLE;
+		a->cross_type = OUCH_CROSS_NONE;
+		a->state = OUCH_STATE_LIVE;
+		wire_exec_header(blk, 100 + seq, user);
+		n = ouch_encode_outbound(&m, blk + WIRE_EXEC_HDR_LEN,
+					 sizeof(blk) - WIRE_EXEC_HDR_LEN);
+		ck_assert_int_gt(n, 0);
+		mold_build_begin(&mb, pkt, sizeof(pkt), &ms, seq);
+		len = WIRE_EXEC_HDR_LEN + (size_t)n;
+		ck_assert_int_eq(mold_build_add(&mb, blk, (uint16_t)len), 0);
+		len = mold_build_end(&mb);
+	}
+	ck_assert_int_eq(sendto(mc, pkt, len, 0, (struct sockaddr *)&group, sizeof(group)),
+			 (ssize_t)len);
+}
+
+/* Runs the loop until the gateway has heard every partition (or ms pass). */
+static int wait_live(struct rig *r, int ms)
+{
+	for (int t = 0; t < ms && !gw_exec_live(r->gw); t += 5) {
+		ev_run(r->loop, EVRUN_NOWAIT);
+		usleep(5000);
+	}
+	return gw_exec_live(r->gw);
+}
+
+/* Each partition's stream is arbitrated alone: the same exec seq in two
+ * partitions is two messages; the gateway is ready once both are heard;
+ * the streams teach the token table; after a restart without the progress
+ * file, each stream resumes after what the login journals hold for it. */
+START_TEST(partition_exec)
+{
+	struct rig r;
+	int fd, mc = mc_open();
+
+	rig_parts_open(&r);
+	fd = client_as(&r, "TRADR1", "pw1", 1);
+	ck_assert(!gw_exec_live(r.gw));
+	exec_send(&r, mc, 0, 1, NULL, NULL, NULL);
+	ck_assert(!wait_live(&r, 300));
+	exec_send(&r, mc, 1, 1, NULL, NULL, NULL);
+	ck_assert(wait_live(&r, 2000));
+	exec_send(&r, mc, 1, 1, "TRADR1", "X1", "IBM");
+	ck_client(&r, fd, 'A', "X1");
+	exec_send(&r, mc, 0, 1, "TRADR1", "X0", "AAPL");
+	ck_client(&r, fd, 'A', "X0");
+	exec_send(&r, mc, 1, 2, "TRADR1", "X2", "ORCL");
+	ck_client(&r, fd, 'A', "X2");
+	exec_send(&r, mc, 1, 2, "TRADR1", "X2", "ORCL"); /* another replica's copy */
+	client_quiet(&r, fd, 100);
+	/* X1 was never entered here: partition 1's stream says where it is */
+	send_cancel(fd, "X1");
+	ck_command(&r, 1, CXL, 1);
+	send_cancel(fd, "X0");
+	ck_command(&r, 2, CXL, 0);
+	close(fd);
+
+	rig_reopen(&r, rig_parts_open, 1);
+	fd = client_as(&r, "TRADR1", "pw1", 1);
+	ck_client(&r, fd, 'A', "X1"); /* replayed from the journal */
+	ck_client(&r, fd, 'A', "X0");
+	ck_client(&r, fd, 'A', "X2");
+	/* the replicas' streams from the start: only what is new gets through */
+	exec_send(&r, mc, 1, 1, "TRADR1", "X1", "IBM");
+	exec_send(&r, mc, 0, 1, "TRADR1", "X0", "AAPL");
+	exec_send(&r, mc, 1, 2, "TRADR1", "X2", "ORCL");
+	exec_send(&r, mc, 1, 3, "TRADR1", "X3", "IBM");
+	ck_client(&r, fd, 'A', "X3");
+	exec_send(&r, mc, 0, 2, "TRADR1", "X4", "MSFT");
+	ck_client(&r, fd, 'A', "X4");
+	client_quiet(&r, fd, 200);
+	/* and the token table learns from the login journals too */
+	send_cancel(fd, "X2");
+	ck_command(&r, 3, CXL, 1);
+	close(fd);
+	close(mc);
+	rig_close(&r);
+}
+END_TEST
+
+/* One partition listing its symbols: an unknown symbol goes to partition 0,
+ * whose matcher rejects it on the tape; the gateway answers nothing itself. */
+START_TEST(listed_unknown_symbol_to_partition_0)
+{
+	struct rig r;
+	int fd, mc = mc_open();
+
+	rig_listed_open(&r);
+	fd = client_as(&r, "TRADR1", "pw1", 1);
+	exec_send(&r, mc, 0, 1, "TRADR1", "X0", "AAPL");
+	ck_client(&r, fd, 'A', "X0");
+	send_enter(fd, "T9", "IBM");
+	ck_command(&r, 1, NEW, 0);
+	send_enter(fd, "T8", "MSFT");
+	ck_command(&r, 2, NEW, 0);
+	client_quiet(&r, fd, 200); /* no Rejected of the gateway's own */
+	close(fd);
+	close(mc);
+	rig_close(&r);
+}
+END_TEST
+
 static Suite *gateway_suite(void)
 {
 	Suite *s = suite_create("gateway");
@@ -699,6 +1301,10 @@ static Suite *gateway_suite(void)
 	tcase_add_test(tc, default_session);
 	tcase_add_test(tc, addr_list_good);
 	tcase_add_loop_test(tc, addr_list_bad, 0, (int)(sizeof(bad_lists) / sizeof(bad_lists[0])));
+	tcase_add_test(tc, routes_listed);
+	tcase_add_test(tc, routes_hash);
+	tcase_add_loop_test(tc, routes_bad, 0, (int)(sizeof(bad_routes) / sizeof(bad_routes[0])));
+	tcase_add_test(tc, routes_tokens);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tl, 20);
 	tcase_add_test(tl, login_rejects);
@@ -707,6 +1313,9 @@ static Suite *gateway_suite(void)
 	tcase_add_test(tl, two_sequencers);
 	tcase_add_test(tl, refused_sequencer);
 	tcase_add_test(tl, tape_too_old_by_source);
+	tcase_add_test(tl, partition_routing);
+	tcase_add_test(tl, partition_exec);
+	tcase_add_test(tl, listed_unknown_symbol_to_partition_0);
 	suite_add_tcase(s, tl);
 	return s;
 }
