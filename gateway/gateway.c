@@ -447,7 +447,7 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 		counters[n].value = ev[i];
 	}
 	for (unsigned p = 1; p < g->n_parts; p++, n++) {
-		static char names[GW_MAX_PARTITIONS][16];
+		static char names[GW_MAX_PARTITIONS][24]; /* "exec_next_" and a u32 */
 
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
 		lockstep__counter__init(&counters[n]);

@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,9 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "replicas", CONFIG_UINT, OFF(replicas), 0, "1", 1, CKPT_PEERS, NULL,
 	  "replicas of this partition: a majority of them (replicas / 2 + 1) that agrees on "
 	  "another state hash at a checkpoint stops this one (1: never outvoted)" },
+	{ "matcher", "replica", CONFIG_UINT, OFF(replica), 0, "0", 0, CKPT_PEERS - 1, NULL,
+	  "this replica's index in its partition (0..replicas-1): staggers the replicas' "
+	  "snapshots over snapshot_interval, so that they never write one at once" },
 	{ "matcher", "test_fault_diverge_at", CONFIG_UINT, OFF(test_fault_diverge_at), 0, "0", 0,
 	  0, NULL,
 	  "tests only: after the event at this tape seq, book an order that is not on the "
@@ -212,6 +216,11 @@ struct matcher {
 	struct ckpt_slot ck[CKPT_WINDOW]; /* checkpoint seq C in ck[C / interval % CKPT_WINDOW] */
 	uint64_t ck_last_agreed; /* the newest checkpoint seq agreed at, 0: none */
 	int ck_warned; /* the replicas-count warning was logged */
+	/* seq % snapshot_interval at which this replica writes a snapshot: a
+	 * snapshot slows its writer (fork's copy-on-write, a core for the
+	 * child), so the replicas take turns and one of them is always at full
+	 * speed for the gateways' first-copy arbitration */
+	uint64_t snap_phase;
 
 	/* divergence (final) and the test fault that causes it */
 	int diverged;
@@ -407,7 +416,14 @@ static int snapshot_take(struct matcher *m, uint64_t seq)
 		return -errno;
 	}
 	if (pid == 0) {
-		int r = snapshot_write_file(m, seq);
+		/* The child runs only on CPU time nobody else wants: on a busy
+		 * host a snapshot then takes longer, but does not take a core
+		 * from the replicas, the gateways or the sequencer. */
+		struct sched_param sp = { .sched_priority = 0 };
+		int r;
+
+		(void)sched_setscheduler(0, SCHED_IDLE, &sp);
+		r = snapshot_write_file(m, seq);
 
 		if (r < 0)
 			log_err("snapshot at tape seq %llu: %s", (unsigned long long)seq, strerror(-r));
@@ -980,7 +996,8 @@ static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 		fault_diverge(m, seq);
 	if (m->cfg->checkpoint_interval && seq % m->cfg->checkpoint_interval == 0)
 		ckpt_own(m, seq); /* may find this replica diverged: before the snapshot */
-	if (m->cfg->snapshot_interval && seq % m->cfg->snapshot_interval == 0 && !m->diverged)
+	if (m->cfg->snapshot_interval && seq % m->cfg->snapshot_interval == m->snap_phase &&
+	    !m->diverged)
 		snapshot_take(m, seq);
 	return RX_TAKEN;
 }
@@ -1542,6 +1559,8 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 	m->tape_fd = m->exec_fd = m->retrans_fd = m->req_fd = m->ck_fd = -1;
 	m->exec_next = m->exec_first = 1;
 	m->start_seq = 1;
+	if (cfg->snapshot_interval && cfg->replicas > 1)
+		m->snap_phase = cfg->replica % cfg->replicas * cfg->snapshot_interval / cfg->replicas;
 	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", cfg->node.state_dir);
 	m->symbol_store = malloc(sizeof(cfg->symbols));
 	if (!m->symbol_store) {

@@ -31,6 +31,10 @@ struct matcher_config {
 	uint64_t checkpoint_interval; /* tape seqs between checkpoints, 0: none */
 	char checkpoint_group[64]; /* "": exec_group's address + 1, its port */
 	uint64_t replicas; /* replicas of the partition: a majority is replicas / 2 + 1 */
+	/* this replica's index in its partition, 0..replicas-1: replica r writes
+	 * its snapshots at seq % snapshot_interval == r * snapshot_interval /
+	 * replicas, so that the replicas never write at once */
+	uint64_t replica;
 	uint64_t test_fault_diverge_at; /* tests: tape seq of the diverge fault, 0: off */
 };
 

@@ -115,12 +115,14 @@ static int is_gauge(const char *name)
 {
 	static const char *const gauges[] = {
 		"journal_bytes", "gateways", "sessions", "cmd_next", "exec_next", "orders_open",
+		"commit", "tokens", "commit_us_p50", "commit_us_p99", "commit_us_max",
+		"checkpoint_last_agreed",
 	};
 
 	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
 		if (strcmp(name, gauges[i]) == 0)
 			return 1;
-	return 0;
+	return strncmp(name, "exec_next_", 10) == 0; /* the gateway's, per partition */
 }
 
 /* Metric names are [a-zA-Z_:][a-zA-Z0-9_:]*: anything else becomes '_'. */

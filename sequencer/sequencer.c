@@ -18,6 +18,7 @@
 #include "addrlist.h"
 #include "clock.h"
 #include "ctl.h"
+#include "hist.h"
 #include "journal.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
@@ -113,6 +114,7 @@ const char *const seq_counter_names[SEQ_N_COUNTERS] = {
 	"raft_received", "raft_malformed", "raft_sent", "raft_send_errors", "elections", "prevotes",
 	"votes_granted", "appends_received", "entries_replicated", "raft_requests_sent",
 	"raft_requests_served", "truncations", "stale_ignored", "stepdowns", "commit",
+	"commit_us_p50", "commit_us_p99", "commit_us_max",
 };
 
 /* One gateway's command stream, keyed by its MoldUDP64 session. */
@@ -201,7 +203,9 @@ struct sequencer {
 	 * here once committed (from the journal what is not here). */
 	struct net_batch pend;
 	uint64_t *pend_first, *pend_last;
+	uint64_t *pend_t; /* when each was replicated (mono ns) */
 	unsigned pend_n;
+	struct hist commit_ns; /* replicated -> committed and multicast, per datagram */
 	struct raft_entry *entries; /* a received APPEND's */
 	unsigned max_entries;
 	size_t tape_cap; /* bytes of a tape datagram built live: room for the LSRF header */
@@ -445,6 +449,7 @@ static void pend_drop(struct sequencer *s, unsigned k)
 		memmove(s->pend.lens, s->pend.lens + k, left * sizeof(*s->pend.lens));
 		memmove(s->pend_first, s->pend_first + k, left * sizeof(*s->pend_first));
 		memmove(s->pend_last, s->pend_last + k, left * sizeof(*s->pend_last));
+		memmove(s->pend_t, s->pend_t + k, left * sizeof(*s->pend_t));
 	}
 	s->pend_n = left;
 }
@@ -463,6 +468,7 @@ static void pend_push(struct sequencer *s, const uint8_t *dg, size_t len)
 	s->pend.lens[s->pend_n] = len;
 	s->pend_first[s->pend_n] = first;
 	s->pend_last[s->pend_n] = first + count - 1;
+	s->pend_t[s->pend_n] = s->now_ns;
 	s->pend_n++;
 }
 
@@ -656,6 +662,8 @@ static void publish(struct sequencer *s, uint64_t from, uint64_t to)
 		if (k == 0)
 			return; /* the head is committed only in part: wait for the rest */
 		tape_send(s, &s->pend, k);
+		for (unsigned i = 0; i < k; i++)
+			hist_record(&s->commit_ns, s->now_ns - s->pend_t[i]);
 		s->published = s->pend_last[k - 1];
 		pend_drop(s, k);
 	}
@@ -1651,7 +1659,8 @@ static int open_batches(struct sequencer *s)
 		s->entries = calloc(s->max_entries, sizeof(*s->entries));
 		s->pend_first = calloc(out_n * 4, sizeof(*s->pend_first));
 		s->pend_last = calloc(out_n * 4, sizeof(*s->pend_last));
-		if (!s->entries || !s->pend_first || !s->pend_last ||
+		s->pend_t = calloc(out_n * 4, sizeof(*s->pend_t));
+		if (!s->entries || !s->pend_first || !s->pend_last || !s->pend_t ||
 		    net_batch_init(&s->pend, out_n * 4, dg) < 0 ||
 		    net_batch_init(&s->raft_in, SEQ_RAFT_SLOTS, dg) < 0 ||
 		    net_batch_init(&s->rq, rq_n, dg) < 0) {
@@ -1814,6 +1823,7 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 
 	if (!s)
 		return -ENOMEM;
+	hist_init(&s->commit_ns);
 	s->cfg = *cfg;
 	s->loop = loop;
 	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = s->raft_fd = -1;
@@ -1888,6 +1898,7 @@ void seq_close(struct sequencer *s)
 	free(s->entries);
 	free(s->pend_first);
 	free(s->pend_last);
+	free(s->pend_t);
 	net_batch_fini(&s->pend);
 	net_batch_fini(&s->raft_in);
 	net_batch_fini(&s->rq);
@@ -1976,6 +1987,9 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->stepdowns = rs.stepdowns;
 	}
 	out->commit = s->commit;
+	out->commit_us_p50 = hist_percentile(&s->commit_ns, 50) / 1000;
+	out->commit_us_p99 = hist_percentile(&s->commit_ns, 99) / 1000;
+	out->commit_us_max = s->commit_ns.max / 1000;
 	if (net_udp_stats_read(&us) == 0)
 		out->kernel_rcvbuf_errors = us.rcvbuf_errors;
 }

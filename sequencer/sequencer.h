@@ -118,6 +118,9 @@ struct seq_stats {
 	uint64_t stale_ignored; /* raft messages of an older term */
 	uint64_t stepdowns; /* check-quorum */
 	uint64_t commit; /* highest committed seq known */
+	/* a group's primary: a replicated tape datagram until its commit (a
+	 * majority journalled it) and its multicast, in us, since start */
+	uint64_t commit_us_p50, commit_us_p99, commit_us_max;
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))
