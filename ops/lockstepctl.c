@@ -88,7 +88,8 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 	       (unsigned long long)r->term, (unsigned long long)r->seq,
 	       (unsigned long long)r->commit);
 	if (strcmp(r->role, "matcher") == 0)
-		printf(" partition=%u hash=%016llx", r->partition, (unsigned long long)r->hash);
+		printf(" partition=%u hash=%016llx snapshot=%llu", r->partition,
+		       (unsigned long long)r->hash, (unsigned long long)r->snapshot_seq);
 	if (r->ouch && r->ouch[0])
 		printf(" ouch=%s", r->ouch);
 	if (r->message && r->message[0])
