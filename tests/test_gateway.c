@@ -214,7 +214,8 @@ static void routes_config(struct gw_config *cfg, const char *const *ov, size_t n
 	char err[512];
 
 	ck_assert_uint_lt(n, 16);
-	memcpy(all + 1, ov, n * sizeof(*ov));
+	if (n) /* memcpy from NULL, even of 0 bytes, is undefined */
+		memcpy(all + 1, ov, n * sizeof(*ov));
 	ck_assert_msg(config_load(&spec, cfg, NULL, all, n + 1, err, sizeof(err)) == 0, "%s", err);
 }
 
