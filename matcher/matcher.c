@@ -1,10 +1,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -398,7 +400,7 @@ static void on_snap_child(struct ev_loop *loop, ev_child *w, int revents);
 
 static int snapshot_take(struct matcher *m, uint64_t seq)
 {
-	pid_t pid;
+	pid_t pid, parent = getpid();
 
 	if (m->diverged)
 		return -ESTALE; /* the state is wrong: a snapshot of it would be loaded later */
@@ -422,6 +424,10 @@ static int snapshot_take(struct matcher *m, uint64_t seq)
 		struct sched_param sp = { .sched_priority = 0 };
 		int r;
 
+		/* A writer outliving a SIGKILLed matcher would race the restarted
+		 * one (which removes its temporary file): it dies with its parent. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
 		(void)sched_setscheduler(0, SCHED_IDLE, &sp);
 		r = snapshot_write_file(m, seq);
 
@@ -512,6 +518,29 @@ static int snapshot_load_file(struct matcher *m, const char *path, struct matche
 	return matcher_snapshot_load(path, (uint32_t)m->cfg->partition, m->engine, h, why);
 }
 
+/* At start-up: a snap-SEQ.lss.tmp is what a writer killed mid-write left
+ * (never renamed, so never loaded): removed, with a line in the log. */
+static void snapshot_remove_temporaries(struct matcher *m)
+{
+	DIR *d = opendir(m->snap_dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char path[600];
+
+		if (strncmp(de->d_name, "snap-", 5) != 0 || len < 9 ||
+		    strcmp(de->d_name + len - 8, ".lss.tmp") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", m->snap_dir, de->d_name);
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			log_warn("removed %s: an unfinished snapshot", path);
+	}
+	closedir(d);
+}
+
 /* At start-up: the newest valid snapshot, else none (replay from seq 1). */
 static int snapshot_load(struct matcher *m, const struct engine_config *ec)
 {
@@ -522,6 +551,7 @@ static int snapshot_load(struct matcher *m, const struct engine_config *ec)
 		log_err("snapshot directory %s: %s", m->snap_dir, strerror(errno));
 		return -errno;
 	}
+	snapshot_remove_temporaries(m);
 	n = snap_list(m->snap_dir, seqs, 1024);
 	for (size_t i = 0; i < n; i++) {
 		char path[340];
