@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ctl.h"
 
@@ -21,7 +22,9 @@ static void usage(FILE *out)
 	      "Commands:\n"
 	      "  status            role, state, term, positions, state hash\n"
 	      "  stats             counters and latency histograms\n"
-	      "  step-down         a primary sequencer hands over to another node\n"
+	      "  step-down [NODE]  a primary sequencer hands over to another member (NODE:\n"
+	      "                    its node_id or peers address; default: the standby\n"
+	      "                    furthest along) and waits until it has\n"
 	      "  snapshot          a matcher writes a snapshot now\n"
 	      "  loglevel LEVEL    err, warning, notice, info or debug\n"
 	      "  reload            re-read what can change at run time (as SIGHUP)\n"
@@ -268,6 +271,59 @@ static void print_stats(const Lockstep__ControlReply *r, int json, int prom)
 	}
 }
 
+/* After a step-down was accepted: polls STATUS until this node is no
+ * longer primary (0) or the timeout passes (1: the hand-over was
+ * abandoned or is slow; the node goes on as primary). */
+static int wait_step_down(const char *sock, const Lockstep__ControlReply *asked, int json,
+			  int timeout_ms)
+{
+	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
+	struct timespec t0, t;
+	double ms = 0;
+	int done = 0;
+
+	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATUS;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!done && ms < timeout_ms) {
+		Lockstep__ControlReply *st = NULL;
+		struct timespec pause = { 0, 5000000 };
+
+		if (ctl_call(sock, &req, &st, timeout_ms) == 0) {
+			if (strcmp(st->state, "primary") != 0 || st->term > asked->term) {
+				done = 1;
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				ms = (double)(t.tv_sec - t0.tv_sec) * 1e3 +
+				     (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
+				if (json) {
+					printf("{\"ok\": true, \"name\": ");
+					json_str(st->name);
+					printf(", \"state\": ");
+					json_str(st->state);
+					printf(", \"term\": %llu, \"ms\": %.1f}\n",
+					       (unsigned long long)st->term, ms);
+				} else
+					printf("%s: %s; now %s in term %llu (%.1f ms)\n", st->name,
+					       asked->message, st->state,
+					       (unsigned long long)st->term, ms);
+			}
+			lockstep__control_reply__free_unpacked(st, NULL);
+		}
+		if (!done)
+			nanosleep(&pause, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
+	}
+	if (done)
+		return 0;
+	fprintf(stderr, "lockstepctl: %s: %s, but still primary after %d ms (a hand-over "
+			"not taken within election_max is abandoned)\n",
+		asked->name, asked->message, timeout_ms);
+	if (json)
+		printf("{\"ok\": false, \"error\": %d, \"message\": \"still primary\"}\n",
+		       -ETIMEDOUT);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -282,14 +338,14 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		Lockstep__ControlRequest__Op op;
-		int arg;
+		int arg, arg_max;
 	} cmds[] = {
-		{ "status", LOCKSTEP__CONTROL_REQUEST__OP__STATUS, 0 },
-		{ "stats", LOCKSTEP__CONTROL_REQUEST__OP__STATS, 0 },
-		{ "step-down", LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN, 0 },
-		{ "snapshot", LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT, 0 },
-		{ "loglevel", LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL, 1 },
-		{ "reload", LOCKSTEP__CONTROL_REQUEST__OP__RELOAD, 0 },
+		{ "status", LOCKSTEP__CONTROL_REQUEST__OP__STATUS, 0, 0 },
+		{ "stats", LOCKSTEP__CONTROL_REQUEST__OP__STATS, 0, 0 },
+		{ "step-down", LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN, 0, 1 },
+		{ "snapshot", LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT, 0, 0 },
+		{ "loglevel", LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL, 1, 1 },
+		{ "reload", LOCKSTEP__CONTROL_REQUEST__OP__RELOAD, 0, 0 },
 	};
 	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
 	Lockstep__ControlReply *reply = NULL;
@@ -343,13 +399,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[optind], cmds[i].name) == 0)
 			found = (int)i;
-	if (found < 0 || argc - optind - 1 != cmds[found].arg) {
+	if (found < 0 || argc - optind - 1 < cmds[found].arg ||
+	    argc - optind - 1 > cmds[found].arg_max) {
 		fprintf(stderr, "lockstepctl: %s '%s' (see --help)\n",
 			found < 0 ? "unknown command" : "wrong arguments for", argv[optind]);
 		return EXIT_USAGE;
 	}
 	req.op = cmds[found].op;
-	if (cmds[found].arg)
+	if (argc - optind - 1 > 0)
 		req.arg = argv[optind + 1];
 	err = ctl_call(sock, &req, &reply, timeout);
 	if (err < 0) {
@@ -377,6 +434,12 @@ int main(int argc, char **argv)
 		}
 		lockstep__control_reply__free_unpacked(reply, NULL);
 		return 1;
+	}
+	if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN) {
+		int r = wait_step_down(sock, reply, json, timeout);
+
+		lockstep__control_reply__free_unpacked(reply, NULL);
+		return r;
 	}
 	if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STATS)
 		print_stats(reply, json, prom);

@@ -37,6 +37,9 @@ struct raft {
 	uint64_t sent_upto; /* last entry multicast */
 	uint64_t bcast_at; /* last multicast (APPEND or HEARTBEAT) */
 	uint64_t primary_since;
+	int transfer_to; /* hand-over under way to this node, RAFT_NOBODY */
+	uint64_t transfer_until; /* abandoned at this time */
+	uint64_t transfer_sent; /* last TIMEOUT_NOW (0: none yet) */
 
 	/* last reported through io.role */
 	enum raft_role rep_role;
@@ -58,6 +61,7 @@ static const char *const msg_names[RAFT_MSG_MAX] = {
 	[RAFT_MSG_HEARTBEAT] = "heartbeat",
 	[RAFT_MSG_ACK] = "ack",
 	[RAFT_MSG_REQUEST] = "request",
+	[RAFT_MSG_TIMEOUT_NOW] = "timeout-now",
 };
 
 const char *raft_role_name(enum raft_role role)
@@ -152,6 +156,7 @@ static int step_down(struct raft *r, uint64_t term, uint64_t now)
 		if (r->role == RAFT_PRIMARY) {
 			r->primary = RAFT_NOBODY;
 			r->verified = r->commit;
+			r->transfer_to = RAFT_NOBODY;
 		}
 		r->role = RAFT_STANDBY;
 		r->election_at = now + election_timeout(r);
@@ -215,6 +220,7 @@ static int become_primary(struct raft *r, uint64_t now)
 		r->heard[i] = now;
 	}
 	r->req_pending = 0;
+	r->transfer_to = RAFT_NOBODY;
 	report(r);
 	if ((e = r->io.append_term_start(r->io.ctx, seq, r->term)) < 0)
 		return e;
@@ -229,6 +235,8 @@ int raft_propose(struct raft *r, const void *data, size_t len, uint64_t *seq)
 
 	if (r->role != RAFT_PRIMARY)
 		return -EPERM;
+	if (r->transfer_to != RAFT_NOBODY)
+		return -EBUSY;
 	s = last_seq(r) + 1;
 	if ((e = r->io.append(r->io.ctx, s, r->term, data, len)) < 0)
 		return e;
@@ -263,6 +271,61 @@ int raft_flush(struct raft *r, uint64_t now)
 	return 0;
 }
 
+/* A hand-over: once the target holds our whole log, it is told to start
+ * an election now (again every heartbeat interval, in case that was lost). */
+static void transfer_step(struct raft *r, uint64_t now)
+{
+	uint64_t last = last_seq(r);
+	int to = r->transfer_to;
+
+	if (to == RAFT_NOBODY || r->match[to] < last ||
+	    (r->transfer_sent && now - r->transfer_sent < r->cfg.heartbeat_ns / 2))
+		return;
+	struct raft_msg m = {
+		.type = RAFT_MSG_TIMEOUT_NOW,
+		.to = to,
+		.seq = last,
+		.seq_term = term_at(r, last),
+		.commit = r->commit,
+	};
+	emit(r, &m);
+	r->transfer_sent = now;
+}
+
+int raft_transfer(struct raft *r, int to, uint64_t now)
+{
+	if (r->role != RAFT_PRIMARY)
+		return -EPERM;
+	if (r->transfer_to != RAFT_NOBODY)
+		return -EALREADY;
+	if (to != RAFT_NOBODY && (to < 0 || to >= r->cfg.n_nodes || to == r->cfg.id))
+		return -EINVAL;
+	if (to == RAFT_NOBODY) {
+		for (int i = 0; i < r->cfg.n_nodes; i++) {
+			if (i == r->cfg.id || now - r->heard[i] >= r->cfg.election_max_ns)
+				continue;
+			if (to == RAFT_NOBODY || r->match[i] > r->match[to] ||
+			    (r->match[i] == r->match[to] && r->heard[i] > r->heard[to]))
+				to = i;
+		}
+	} else if (now - r->heard[to] >= r->cfg.election_max_ns) {
+		to = RAFT_NOBODY;
+	}
+	if (to == RAFT_NOBODY)
+		return -EHOSTUNREACH;
+	r->transfer_to = to;
+	r->transfer_until = now + r->cfg.election_max_ns;
+	r->transfer_sent = 0;
+	r->stats.transfers++;
+	transfer_step(r, now);
+	return 0;
+}
+
+int raft_transfer_target(const struct raft *r)
+{
+	return r->role == RAFT_PRIMARY ? r->transfer_to : RAFT_NOBODY;
+}
+
 static void on_ack(struct raft *r, const struct raft_msg *m, uint64_t now)
 {
 	r->heard[m->from] = now;
@@ -273,6 +336,8 @@ static void on_ack(struct raft *r, const struct raft_msg *m, uint64_t now)
 	/* announce a new commit at once when no APPEND is about to carry it */
 	if (advance_commit(r) && r->sent_upto == last_seq(r))
 		send_heartbeat(r, now);
+	if (m->from == r->transfer_to)
+		transfer_step(r, now);
 }
 
 static void on_request(struct raft *r, const struct raft_msg *m, uint64_t now)
@@ -310,6 +375,14 @@ static int primary_tick(struct raft *r, uint64_t now)
 		if (alive < majority(r)) {
 			r->stats.stepdowns++;
 			return step_down(r, r->term, now);
+		}
+	}
+	if (r->transfer_to != RAFT_NOBODY) {
+		if (now >= r->transfer_until) {
+			r->transfer_to = RAFT_NOBODY;
+			r->stats.transfers_abandoned++;
+		} else {
+			transfer_step(r, now);
 		}
 	}
 	if (now - r->bcast_at >= r->cfg.heartbeat_ns)
@@ -646,6 +719,15 @@ int raft_receive(struct raft *r, const struct raft_msg *m, uint64_t now)
 		if (r->role == RAFT_PRIMARY)
 			on_request(r, m, now);
 		return 0;
+	case RAFT_MSG_TIMEOUT_NOW:
+		/* From the primary of our term, and only with its whole log
+		 * here (else we could not win): an election at once. Starting
+		 * one is always safe; this just skips the wait. */
+		if (r->role != RAFT_STANDBY || m->from != r->primary ||
+		    last_seq(r) != m->seq || term_at(r, m->seq) != m->seq_term)
+			return 0;
+		r->stats.timeout_now++;
+		return start_election(r, now);
 	default:
 		return 0;
 	}
@@ -668,8 +750,13 @@ uint64_t raft_deadline(const struct raft *r)
 {
 	uint64_t d;
 
-	if (r->role == RAFT_PRIMARY)
-		return r->bcast_at + r->cfg.heartbeat_ns;
+	if (r->role == RAFT_PRIMARY) {
+		/* TIMEOUT_NOW is repeated from the heartbeat ticks */
+		d = r->bcast_at + r->cfg.heartbeat_ns;
+		if (r->transfer_to != RAFT_NOBODY && r->transfer_until < d)
+			d = r->transfer_until;
+		return d;
+	}
 	d = r->election_at;
 	if (r->req_pending && r->req_at + r->cfg.request_ns < d)
 		d = r->req_at + r->cfg.request_ns;
@@ -712,6 +799,7 @@ int raft_open(struct raft **out, const struct raft_config *cfg, const struct raf
 		r->voted_for = cfg->id;
 	}
 	r->primary = RAFT_NOBODY;
+	r->transfer_to = RAFT_NOBODY;
 	r->role = RAFT_STANDBY;
 	r->commit = r->applied = cfg->applied <= last_seq(r) ? cfg->applied : last_seq(r);
 	r->verified = r->commit;

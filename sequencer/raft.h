@@ -32,6 +32,14 @@
  * heard from a majority within the maximum election timeout steps down
  * (check-quorum), so that a primary cut off from its group stops sequencing.
  *
+ * Hand-over (Raft thesis 3.10, leadership transfer): raft_transfer makes a
+ * primary stop proposing, wait until the chosen standby has journalled its
+ * whole log, then send it TIMEOUT_NOW; the standby starts a real election at
+ * once (no pre-vote: its log is as up to date as the primary's, so it wins
+ * the votes of a majority that saw nothing newer), and the old primary steps
+ * down on its VOTE. A hand-over that has not happened within the maximum
+ * election timeout is abandoned and the primary proposes again.
+ *
  * The durability contract: before acting on the outputs of a call (sending
  * its messages, publishing what it applied), the caller makes durable what
  * that call wrote (appends, truncations, the saved term and vote): one
@@ -73,6 +81,7 @@ enum raft_msg_type {
 	RAFT_MSG_HEARTBEAT, /* seq, seq_term: the primary's last entry; commit */
 	RAFT_MSG_ACK, /* seq, seq_term: the last entry known to match the primary */
 	RAFT_MSG_REQUEST, /* seq: first entry wanted (retransmission) */
+	RAFT_MSG_TIMEOUT_NOW, /* seq, seq_term: the primary's last entry; hand-over */
 	RAFT_MSG_MAX
 };
 
@@ -173,6 +182,9 @@ struct raft_stats {
 	uint64_t stale_ignored; /* messages of an older term */
 	uint64_t refused; /* messages that would have undone a commit */
 	uint64_t stepdowns; /* check-quorum */
+	uint64_t transfers; /* hand-overs started (raft_transfer) */
+	uint64_t transfers_abandoned; /* not done within election_max */
+	uint64_t timeout_now; /* TIMEOUT_NOW obeyed: elections started at once */
 };
 
 struct raft;
@@ -194,8 +206,19 @@ uint64_t raft_deadline(const struct raft *r);
 /* A message from a peer (m->to is this node or RAFT_ALL). */
 int raft_receive(struct raft *r, const struct raft_msg *m, uint64_t now);
 
-/* Primary only (-EPERM otherwise): journals data as the next entry of its
- * term and sets *seq to its sequence number. The entries proposed since the
+/* Primary only: hands over to node `to` (RAFT_NOBODY: the standby whose
+ * journal is furthest, of those heard within the maximum election timeout).
+ * From now on raft_propose refuses (-EBUSY) until this node is no longer
+ * primary or the hand-over is abandoned. Returns 0; -EPERM when not the
+ * primary; -EINVAL for a bad node (itself, out of range); -EALREADY when a
+ * hand-over is under way; -EHOSTUNREACH when no standby has been heard
+ * (a group of one included). */
+int raft_transfer(struct raft *r, int to, uint64_t now);
+/* The node a hand-over is under way to, or RAFT_NOBODY. */
+int raft_transfer_target(const struct raft *r);
+
+/* Primary only (-EPERM otherwise; -EBUSY while handing over): journals data
+ * as the next entry of its term and sets *seq to its sequence number. The entries proposed since the
  * last flush go out as one APPEND at raft_flush. */
 int raft_propose(struct raft *r, const void *data, size_t len, uint64_t *seq);
 /* Sends what was proposed (a no-op without), and commits it at once in a

@@ -114,7 +114,8 @@ const char *const seq_counter_names[SEQ_N_COUNTERS] = {
 	"raft_received", "raft_malformed", "raft_sent", "raft_send_errors", "elections", "prevotes",
 	"votes_granted", "appends_received", "entries_replicated", "raft_requests_sent",
 	"raft_requests_served", "truncations", "stale_ignored", "stepdowns", "commit",
-	"commit_us_p50", "commit_us_p99", "commit_us_max",
+	"commit_us_p50", "commit_us_p99", "commit_us_max", "handovers", "handovers_abandoned",
+	"timeout_now", "commands_handover",
 };
 
 /* One gateway's command stream, keyed by its MoldUDP64 session. */
@@ -274,6 +275,7 @@ int seq_raft_decode(const uint8_t *buf, size_t len, const struct mold_session *s
 	case RAFT_MSG_ACK:
 	case RAFT_MSG_REQUEST:
 	case RAFT_MSG_HEARTBEAT:
+	case RAFT_MSG_TIMEOUT_NOW:
 		break;
 	default:
 		return -EBADMSG;
@@ -872,6 +874,13 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 		s->st.commands_ignored++;
 		return 0;
 	}
+	if (raft_transfer_target(s->raft) != RAFT_NOBODY) {
+		/* Handing over: nothing new is sequenced here; the next
+		 * primary asks the gateway for it (or this one does, if the
+		 * hand-over is abandoned: the rx sees the gap). */
+		s->st.commands_handover++;
+		return 0;
+	}
 	if (pkt.kind == MOLD_DATA)
 		s->st.commands_received += pkt.count;
 	else if (!answer)
@@ -1439,6 +1448,76 @@ static int seq_reload(void *ctx, char *msg, size_t msglen)
 	return r;
 }
 
+/* STEP_DOWN: arg "" (the standby furthest along), a node_id, or a peers
+ * address. Answers at once; the hand-over takes a round trip or two, and
+ * lockstepctl waits for the state to change. */
+static void ctl_step_down(struct sequencer *s, const char *arg, Lockstep__ControlReply *reply)
+{
+	static char msg[160];
+	int to = RAFT_NOBODY, r;
+	char a[32];
+
+	if (!s->raft || s->n_peers <= 1) {
+		reply->error = -EOPNOTSUPP;
+		reply->message = (char *)"not in a group (no peers): nobody to hand over to";
+		return;
+	}
+	if (arg && arg[0]) {
+		char *end;
+		long v = strtol(arg, &end, 10);
+
+		if (end != arg && *end == '\0' && v >= 0 && v < s->n_peers) {
+			to = (int)v;
+		} else {
+			for (int i = 0; i < s->n_peers; i++) {
+				net_format_addr(&s->peers[i], a, sizeof(a));
+				if (strcmp(a, arg) == 0)
+					to = i;
+			}
+			if (to == RAFT_NOBODY) {
+				reply->error = -EINVAL;
+				snprintf(msg, sizeof(msg),
+					 "'%s': not a member (a node_id 0..%d or a peers address)",
+					 arg, s->n_peers - 1);
+				reply->message = msg;
+				return;
+			}
+		}
+	}
+	s->now_ns = mono_ns();
+	r = raft_transfer(s->raft, to, s->now_ns);
+	switch (r) {
+	case 0:
+		to = raft_transfer_target(s->raft);
+		net_format_addr(&s->peers[to], a, sizeof(a));
+		snprintf(msg, sizeof(msg), "handing over to node %d (%s) after term %llu", to, a,
+			 (unsigned long long)s->term);
+		log_notice("step-down asked: %s", msg);
+		break;
+	case -EPERM:
+		snprintf(msg, sizeof(msg), "not the primary (%s in term %llu)",
+			 seq_state_names[s->state], (unsigned long long)s->term);
+		break;
+	case -EALREADY:
+		snprintf(msg, sizeof(msg), "already handing over to node %d",
+			 raft_transfer_target(s->raft));
+		break;
+	case -EINVAL:
+		snprintf(msg, sizeof(msg), "node %d is this node", to);
+		break;
+	case -EHOSTUNREACH:
+		snprintf(msg, sizeof(msg), "%s has not been heard from lately",
+			 to == RAFT_NOBODY ? "no standby" : "that standby");
+		break;
+	default:
+		snprintf(msg, sizeof(msg), "%s", strerror(-r));
+		break;
+	}
+	reply->error = r;
+	reply->message = msg;
+	raft_done(s, 0);
+}
+
 static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply)
 {
 	static Lockstep__Counter counters[SEQ_N_COUNTERS];
@@ -1455,6 +1534,13 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 	reply->commit = s->commit;
 	switch (req->op) {
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
+		if (s->raft && raft_transfer_target(s->raft) != RAFT_NOBODY) {
+			static char msg[64];
+
+			snprintf(msg, sizeof(msg), "handing over to node %d",
+				 raft_transfer_target(s->raft));
+			reply->message = msg;
+		}
 		break;
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATS:
 		seq_get_stats(s, &st);
@@ -1470,6 +1556,9 @@ static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__Con
 	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
 	case LOCKSTEP__CONTROL_REQUEST__OP__RELOAD:
 		daemon_ctl_runtime(req, reply, seq_reload, s);
+		break;
+	case LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN:
+		ctl_step_down(s, req->arg, reply);
 		break;
 	default:
 		reply->error = -EOPNOTSUPP;
@@ -1985,6 +2074,9 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->truncations = rs.truncations;
 		out->stale_ignored = rs.stale_ignored;
 		out->stepdowns = rs.stepdowns;
+		out->handovers = rs.transfers;
+		out->handovers_abandoned = rs.transfers_abandoned;
+		out->timeout_now = rs.timeout_now;
 	}
 	out->commit = s->commit;
 	out->commit_us_p50 = hist_percentile(&s->commit_ns, 50) / 1000;

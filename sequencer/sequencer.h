@@ -121,6 +121,10 @@ struct seq_stats {
 	/* a group's primary: a replicated tape datagram until its commit (a
 	 * majority journalled it) and its multicast, in us, since start */
 	uint64_t commit_us_p50, commit_us_p99, commit_us_max;
+	uint64_t handovers; /* step-downs asked of this primary (control socket) */
+	uint64_t handovers_abandoned; /* the standby did not take over in time */
+	uint64_t timeout_now; /* hand-overs to this node: elections at once */
+	uint64_t commands_handover; /* command datagrams dropped while handing over */
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))

@@ -2,6 +2,8 @@
 # The sequencer group's failovers, through ops/drill on a 3-sequencer cluster
 # under lockstep-bench load: the primary SIGKILLed twice (a new primary each
 # time, the killed one back as a standby in the new term), the primary
+# asked to hand over (lockstepctl step-down) twice (the standby named takes
+# over in the next term; wrong requests are refused), the primary
 # SIGSTOPped past the election timeout and resumed (deposed: a standby in the
 # new term), every sequencer SIGTERMed at once and restarted (nothing
 # committed lost). After each: every order answered exactly once, every
@@ -11,7 +13,7 @@
 T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 trap 'exit 143' TERM INT
-for d in "kill-primary --times 2" hang-primary restart-all; do
+for d in "kill-primary --times 2" "step-down --times 2" hang-primary restart-all; do
 	P=$(free_port_base)
 	o=$T/${d%% *}.out
 	# shellcheck disable=SC2086 # $d is the drill's name and options

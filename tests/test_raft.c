@@ -22,6 +22,7 @@
  * shape, RAFT_SIM_TRACE=1 to print its every step); RAFT_SIM_FAILOVERS=N
  * measures N failovers per group size. */
 #include <check.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -128,6 +129,7 @@ struct params {
 	uint64_t chaos; /* the faulty phase; then heal */
 	uint64_t heal_limit; /* progress expected within this after healing (set by heal) */
 	uint64_t failover_at; /* failover mode: crash the primary then, measure */
+	uint64_t transfer_mean; /* hand-overs asked of a primary (0: none) */
 };
 
 struct committed {
@@ -140,12 +142,14 @@ struct lm_slot { /* (seq, term) -> prefix hash, for log matching */
 
 struct sim {
 	uint64_t seed, rng, now, serial, steps;
+	uint64_t stop_at; /* sim_run returns at the first event after this (0: never) */
 	struct params p;
 	struct node nodes[MAXN];
 	int up[MAXN][MAXN]; /* link i -> j delivers */
 	struct msg **heap;
 	size_t n_heap, cap_heap;
-	uint64_t crash_at, part_at, client_at;
+	uint64_t crash_at, part_at, client_at, transfer_at;
+	uint64_t xrng; /* the hand-overs' own PRNG: the other draws stay as they were */
 	uint64_t next_id;
 	int healed;
 	uint64_t heal_time, first_heal_id, probe_seq;
@@ -167,7 +171,7 @@ struct sim {
 	uint64_t crashed_at, old_term, failover_ns;
 	int crashed;
 	/* counts */
-	uint64_t msgs_sent, msgs_delivered, elections, max_term;
+	uint64_t msgs_sent, msgs_delivered, elections, max_term, transfers, handed_over;
 };
 
 static void vviolation(struct sim *s, int kind, const char *fmt, va_list ap)
@@ -660,6 +664,15 @@ static void node_open(struct sim *s, int i)
 	      i, n->term, n->voted_for, n->len, n->kept_applied);
 }
 
+/* Elections started by TIMEOUT_NOW, counted before an instance goes. */
+static void count_handovers(struct sim *s, const struct node *n)
+{
+	struct raft_stats st;
+
+	raft_get_stats(n->r, &st);
+	s->handed_over += st.timeout_now;
+}
+
 static void node_crash(struct sim *s, int i, uint64_t down)
 {
 	struct node *n = &s->nodes[i];
@@ -668,6 +681,7 @@ static void node_crash(struct sim *s, int i, uint64_t down)
 	      raft_role_name(raft_role(n->r)), raft_term(n->r), (double)down / MS);
 	/* half the time the "sequencer" remembers what it applied */
 	n->kept_applied = splitmix(&s->rng) & 1 ? n->applied : 0;
+	count_handovers(s, n);
 	raft_close(n->r);
 	n->r = NULL;
 	n->crash_at = 0;
@@ -755,7 +769,8 @@ static void client(struct sim *s)
 	int cand[MAXN], k = 0;
 
 	for (int i = 0; i < s->p.n; i++)
-		if (s->nodes[i].r && raft_role(s->nodes[i].r) == RAFT_PRIMARY)
+		if (s->nodes[i].r && raft_role(s->nodes[i].r) == RAFT_PRIMARY &&
+		    raft_transfer_target(s->nodes[i].r) == RAFT_NOBODY)
 			cand[k++] = i;
 	if (k) {
 		struct node *n = &s->nodes[cand[splitmix(&s->rng) % (uint64_t)k]];
@@ -775,6 +790,33 @@ static void client(struct sim *s)
 			violation(s, "flush on %d: %d", n->id, e);
 	}
 	s->client_at = s->now + around(&s->rng, s->p.client_mean);
+}
+
+/* An operator's step-down: a primary asked to hand over, to a random node
+ * (itself and "any" included). */
+static void transfer(struct sim *s)
+{
+	int cand[MAXN], k = 0;
+
+	for (int i = 0; i < s->p.n; i++)
+		if (s->nodes[i].r && raft_role(s->nodes[i].r) == RAFT_PRIMARY)
+			cand[k++] = i;
+	if (k) {
+		struct node *n = &s->nodes[cand[splitmix(&s->xrng) % (uint64_t)k]];
+		int to = (int)(splitmix(&s->xrng) % (uint64_t)(s->p.n + 1)) - 1;
+		int busy = raft_transfer_target(n->r) != RAFT_NOBODY;
+		int e = raft_transfer(n->r, to, s->now);
+
+		trace(s, "node %d asked to hand over to %d: %d", n->id, to, e);
+		if (e == 0)
+			s->transfers++;
+		else if (!(e == -EALREADY && busy) && !(e == -EINVAL && to == n->id) &&
+			 e != -EHOSTUNREACH)
+			violation(s, "node %d: raft_transfer(%d): %d", n->id, to, e);
+		else if (e == -EALREADY && raft_transfer_target(n->r) == RAFT_NOBODY)
+			violation(s, "node %d: -EALREADY with no hand-over under way", n->id);
+	}
+	s->transfer_at = s->now + around(&s->xrng, s->p.transfer_mean);
 }
 
 static void heal(struct sim *s)
@@ -851,6 +893,8 @@ static void sim_init(struct sim *s, uint64_t seed, const struct params *p)
 	s->crash_at = p->crash_mean ? around(&s->rng, p->crash_mean) : UINT64_MAX;
 	s->part_at = p->part_mean ? around(&s->rng, p->part_mean) : UINT64_MAX;
 	s->client_at = around(&s->rng, p->client_mean);
+	s->xrng = seed ^ 0x7a5f3e2d1c0bull;
+	s->transfer_at = p->transfer_mean ? around(&s->xrng, p->transfer_mean) : UINT64_MAX;
 }
 
 static void sim_start(struct sim *s)
@@ -900,14 +944,15 @@ enum {
 	EV_PART,
 	EV_CLIENT,
 	EV_HEAL,
-	EV_FAILOVER
+	EV_FAILOVER,
+	EV_TRANSFER
 };
 
 static void sim_run(struct sim *s)
 {
 	uint64_t chaos_end = s->p.chaos;
 
-	while (!s->failed && !s->done) {
+	while (!s->failed && !s->done && !(s->stop_at && s->now > s->stop_at)) {
 		uint64_t t = UINT64_MAX;
 		int what = EV_NONE, who = -1;
 
@@ -945,6 +990,10 @@ static void sim_run(struct sim *s)
 		if (s->client_at < t) {
 			t = s->client_at;
 			what = EV_CLIENT;
+		}
+		if (!s->healed && s->transfer_at < t) {
+			t = s->transfer_at;
+			what = EV_TRANSFER;
 		}
 		if (!s->healed && chaos_end < t) {
 			t = chaos_end;
@@ -986,6 +1035,9 @@ static void sim_run(struct sim *s)
 			break;
 		case EV_HEAL:
 			heal(s);
+			break;
+		case EV_TRANSFER:
+			transfer(s);
 			break;
 		case EV_FAILOVER: {
 			int p = find_primary(s);
@@ -1082,6 +1134,11 @@ static void chaos_params(struct params *p, uint64_t seed)
 	}
 	p->client_mean = between(&g, u / 2, 3 * u);
 	p->chaos = between(&g, 150 * u, 400 * u);
+	{
+		const uint64_t tr[] = { 0, 0, 20 * u, 60 * u };
+
+		p->transfer_mean = pick(&g, tr, 4);
+	}
 }
 
 /* The schedules the deliberate bugs are hunted with: elections in a storm,
@@ -1135,6 +1192,11 @@ static int run_seed(uint64_t seed, unsigned bugs, int trace_on, struct sim *out_
 		out_stats->steps += s->steps;
 		out_stats->msgs_sent += s->msgs_sent;
 		out_stats->elections += s->elections;
+		out_stats->transfers += s->transfers;
+		for (int i = 0; i < s->p.n; i++)
+			if (s->nodes[i].r)
+				count_handovers(s, &s->nodes[i]);
+		out_stats->handed_over += s->handed_over;
 		out_stats->n_com += s->n_com;
 		if (s->max_term > out_stats->max_term)
 			out_stats->max_term = s->max_term;
@@ -1151,12 +1213,13 @@ static void describe(uint64_t seed, unsigned bugs)
 	hostile_params(&p, seed, bugs);
 	printf("  n=%d heartbeat=%.1fms election=%.1f-%.1fms prevote=%s check_quorum=%s loss=%.3f "
 	       "dup=%.3f max_entries=%u delay=%.2fms jitter=%.2fms crashes=%s partitions=%s "
-	       "targeted=%.1f%%/%.1f%% chaos=%.0fms\n",
+	       "targeted=%.1f%%/%.1f%% hand-overs=%s chaos=%.0fms\n",
 	       p.n, (double)p.hb / MS, (double)p.emin / MS, (double)p.emax / MS,
 	       p.no_prevote ? "no" : "yes", p.no_cq ? "no" : "yes", p.loss, p.dup, p.max_entries,
 	       (double)p.delay / MS, (double)p.jitter / MS, p.crash_mean ? "yes" : "no",
 	       p.part_mean ? "yes" : "no", (double)p.crash_primary_pm / 10,
-	       (double)p.crash_voter_pm / 10, (double)p.chaos / MS);
+	       (double)p.crash_voter_pm / 10, p.transfer_mean ? "yes" : "no",
+	       (double)p.chaos / MS);
 }
 
 static const char *prog = "tests/test_raft";
@@ -1679,6 +1742,88 @@ START_TEST(primary_cut_off_steps_down)
 }
 END_TEST
 
+/* A 3-node group under a steady client: the primary hands over to the
+ * standby asked for, well within one election timeout, with nothing lost;
+ * a hand-over to a dead node is abandoned and the primary goes on. */
+START_TEST(hand_over_to_a_standby)
+{
+	struct sim *s = bench(3);
+	struct raft_stats st;
+	uint64_t term, before, t0;
+	int p, to;
+
+	s->p.client_mean = 2 * MS;
+	s->client_at = 2 * MS;
+	s->p.chaos = 100000 * MS; /* never heals: quiet all along */
+	sim_start(s);
+	s->stop_at = 1000 * MS;
+	sim_run(s);
+	ck_assert_msg(!s->failed, "%s", s->why);
+	p = find_primary(s);
+	ck_assert_int_ge(p, 0);
+	term = raft_term(s->nodes[p].r);
+	before = s->n_com;
+	ck_assert_uint_gt(before, 100);
+	to = (p + 2) % 3;
+	ck_assert_int_eq(raft_transfer(s->nodes[p].r, p, s->now), -EINVAL);
+	ck_assert_int_eq(raft_transfer(s->nodes[to].r, p, s->now), -EPERM);
+	ck_assert_int_eq(raft_transfer(s->nodes[p].r, to, s->now), 0);
+	ck_assert_int_eq(raft_transfer(s->nodes[p].r, RAFT_NOBODY, s->now), -EALREADY);
+	ck_assert_int_eq(raft_transfer_target(s->nodes[p].r), to);
+	{
+		uint64_t id = 1, seq;
+
+		ck_assert_int_eq(raft_propose(s->nodes[p].r, &id, sizeof(id), &seq), -EBUSY);
+	}
+	t0 = s->now;
+	/* a few network delays, far below the 150 ms election timeout */
+	while (!s->failed && s->now < t0 + 100 * MS &&
+	       (find_primary(s) != to || raft_term(s->nodes[to].r) <= term)) {
+		s->stop_at = s->now + MS / 10;
+		sim_run(s);
+	}
+	ck_assert_msg(!s->failed, "%s", s->why);
+	ck_assert_int_eq(find_primary(s), to);
+	ck_assert_uint_eq(raft_term(s->nodes[to].r), term + 1);
+	ck_assert_uint_lt(s->now - t0, 20 * MS);
+	ck_assert_int_eq(raft_role(s->nodes[p].r), RAFT_STANDBY);
+	raft_get_stats(s->nodes[to].r, &st);
+	ck_assert_uint_eq(st.timeout_now, 1);
+	/* orders go on in the new term, everything committed before is kept
+	 * (the checker compares every commit with the first one seen) */
+	s->stop_at = s->now + 500 * MS;
+	sim_run(s);
+	ck_assert_msg(!s->failed, "%s", s->why);
+	ck_assert_uint_gt(s->n_com, before + 100);
+	ck_assert_uint_eq(s->elections, 2);
+
+	/* a hand-over to a node that has just died: accepted (it was heard
+	 * lately), abandoned after election_max, and the primary goes on */
+	p = to;
+	to = (p + 1) % 3;
+	node_crash(s, to, UINT64_MAX);
+	term = raft_term(s->nodes[p].r);
+	ck_assert_int_eq(raft_transfer(s->nodes[p].r, to, s->now), 0);
+	s->stop_at = s->now + 250 * MS;
+	sim_run(s);
+	ck_assert_int_eq(raft_transfer_target(s->nodes[p].r), to); /* still trying */
+	before = s->n_com;
+	s->stop_at = s->now + 400 * MS;
+	sim_run(s);
+	ck_assert_msg(!s->failed, "%s", s->why);
+	ck_assert_int_eq(find_primary(s), p);
+	ck_assert_uint_eq(raft_term(s->nodes[p].r), term);
+	ck_assert_int_eq(raft_transfer_target(s->nodes[p].r), RAFT_NOBODY);
+	raft_get_stats(s->nodes[p].r, &st);
+	ck_assert_uint_eq(st.transfers_abandoned, 1);
+	ck_assert_uint_gt(s->n_com, before + 50);
+	/* and now it has not been heard for longer than election_max */
+	ck_assert_int_eq(raft_transfer(s->nodes[p].r, to, s->now), -EHOSTUNREACH);
+	drop_msgs(s);
+	bench_free(s);
+}
+END_TEST
+
 START_TEST(quiet_network_elects_one_primary)
 {
 	static const int sizes[] = { 3, 5 };
@@ -1730,9 +1875,10 @@ static uint64_t run_schedules(const char *what, unsigned shape, uint64_t first, 
 	}
 	printf("raft sim: %" PRIu64 " %s schedules from seed %" PRIu64 ", %" PRIu64
 	       " failed; %" PRIu64 " steps, %" PRIu64 " messages, %" PRIu64
-	       " primaries elected, %" PRIu64 " entries committed, highest term %" PRIu64 "\n",
+	       " primaries elected, %" PRIu64 " entries committed, highest term %" PRIu64
+	       ", %" PRIu64 " hand-overs asked, %" PRIu64 " done\n",
 	       n, what, first, failures, tot.steps, tot.msgs_sent, tot.elections, tot.n_com,
-	       tot.max_term);
+	       tot.max_term, tot.transfers, tot.handed_over);
 	fflush(stdout);
 	return failures;
 }
@@ -1898,6 +2044,7 @@ int main(int argc, char **argv)
 	tcase_add_test(unit, older_term_is_fenced);
 	tcase_add_test(unit, primary_commits_on_a_majority_of_its_term);
 	tcase_add_test(unit, primary_cut_off_steps_down);
+	tcase_add_test(unit, hand_over_to_a_standby);
 	tcase_add_loop_test(unit, quiet_network_elects_one_primary, 0, 2);
 	suite_add_tcase(s, unit);
 

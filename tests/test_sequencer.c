@@ -755,6 +755,13 @@ START_TEST(control_status_and_stats)
 		}
 	ck_assert_int_eq(found, 1);
 	lockstep__control_reply__free_unpacked(rep, NULL);
+	/* a sequencer without a group has nobody to hand over to */
+	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN;
+	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
+	ck_assert_int_eq(rep->error, -EOPNOTSUPP);
+	ck_assert_ptr_nonnull(strstr(rep->message, "not in a group"));
+	ck_assert_str_eq(rep->state, "primary");
+	lockstep__control_reply__free_unpacked(rep, NULL);
 }
 END_TEST
 
