@@ -678,17 +678,25 @@ int rx_drop_slow(struct rx_drop *d, const uint8_t *pkt, size_t len)
 {
 	uint64_t h = mix64(fnv1a(pkt, len < MOLD_HEADER_LEN ? len : MOLD_HEADER_LEN,
 				 0xCBF29CE484222325ull));
-	unsigned i = (unsigned)(h & (RX_DROP_SLOTS - 1));
+	unsigned set = (unsigned)(h & (RX_DROP_SLOTS / RX_DROP_WAYS - 1)) * RX_DROP_WAYS, i, old;
 	uint64_t k;
 
-	if (d->slot[i].key == h && d->slot[i].count) {
+	for (i = set, old = set; i < set + RX_DROP_WAYS; i++) {
+		if (d->slot[i].key == h && d->slot[i].count)
+			break;
+		if (d->slot[i].last < d->slot[old].last)
+			old = i;
+	}
+	d->seen++;
+	if (i < set + RX_DROP_WAYS) {
 		k = d->slot[i].count++;
 	} else {
+		i = old; /* the least recently seen of the set makes room */
 		d->slot[i].key = h;
 		d->slot[i].count = 1;
 		k = 0;
 	}
-	d->seen++;
+	d->slot[i].last = d->seen;
 	if (d->all || mix64(h ^ d->seed ^ ((k + 1) * 0x9E3779B97F4A7C15ull)) < d->threshold) {
 		d->dropped++;
 		d->dropped_data += len > MOLD_HEADER_LEN;

@@ -152,11 +152,16 @@ void rx_get_stats(const struct rx *rx, struct rx_stats *out);
  * received datagram before it is parsed. The decision is a hash of the seed,
  * the datagram's first 20 bytes (a MoldUDP64 header: session, sequence
  * number, count; or a whole request packet) and how many times a datagram
- * with those bytes was seen before (a table of 1024 recent ones), compared
- * with the rate. So a given seed throws away the same packets in every run
- * of the same workload whatever the timing (heartbeats and retransmissions
- * do not shift the pattern), and a retransmitted copy gets a fresh draw. */
+ * with those bytes was seen before (a table of 1024 recent ones, 4-way
+ * set-associative, the least recently seen evicted), compared with the
+ * rate. So a given seed throws away the same packets in every run of the
+ * same workload whatever the timing (heartbeats and retransmissions do not
+ * shift the pattern), and a retransmitted copy gets a fresh draw: two
+ * datagrams that alternate (the parts of one retransmission answer) keep
+ * their own counts even when they hash to the same set, so neither is lost
+ * on every repeat. */
 #define RX_DROP_SLOTS 1024
+#define RX_DROP_WAYS 4
 
 struct rx_drop {
 	uint64_t seed;
@@ -167,6 +172,7 @@ struct rx_drop {
 				  end of session or requests, whose number depends on timing */
 	struct {
 		uint64_t key;
+		uint64_t last; /* `seen` when last hit: the set's LRU order */
 		uint32_t count;
 	} slot[RX_DROP_SLOTS];
 };

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Under load, matcher-2's host (h5) is cut off for 300 ms (every packet in
+# Under load, matcher-2's host (h5 with one sequencer) is cut off for 300 ms (every packet in
 # and out dropped: ops/netlab partition), then healed: matcher-2 recovers
 # what it missed by retransmission and ends where matcher-1 does, with the
 # same hash. Reports the time from the heal to matcher-2 holding everything
@@ -12,7 +12,11 @@ bench 90 --sessions 3 --orders 4000 --rate 5000 --check-matches --timeout 60 >"$
 bench_pid=$!
 for _ in $(seq 1 100); do [ "$(ctl_seq seq-1)" -gt 1000 ] 2>/dev/null && break; sleep 0.05; done
 req0=$(ctl_counter matcher-2 retrans_requests_sent)
-"$NETLAB" --name "$L" partition h5 300 >"$T/cut.out" 2>&1 &
+# its host, from ops/cluster's placement (a group of sequencers moves it)
+host=$(awk '$1 == "matcher-2" { print $2 }' "$T/placement")
+host=${host##*-}
+[ -n "$host" ] || fail "matcher-2 has no host in $T/placement"
+"$NETLAB" --name "$L" partition "$host" 300 >"$T/cut.out" 2>&1 &
 cut=$!
 sleep 0.25 # how far behind is matcher-2 near the end of the cut?
 behind=$(( $(ctl_seq seq-1) - $(ctl_seq matcher-2) ))
