@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "matcher.h"
+#include "check_main.h"
 
 static const struct matcher_checkpoint ck1 = {
 	.partition = 7, .name = "matcher-1", .seq = 0x0102030405060708ull,
@@ -165,8 +166,6 @@ int main(void)
 {
 	Suite *s = suite_create("checkpoint");
 	TCase *tc = tcase_create("checkpoint");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, encode_layout);
 	tcase_add_test(tc, round_trip);
@@ -175,9 +174,5 @@ int main(void)
 	tcase_add_test(tc, vote_three);
 	tcase_add_test(tc, vote_counts);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

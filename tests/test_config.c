@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "check_main.h"
 
 struct tcfg {
 	char name[16];
@@ -749,8 +750,6 @@ int main(void)
 {
 	Suite *s = suite_create("config");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, defaults_applied);
@@ -789,9 +788,5 @@ int main(void)
 	tcase_add_test(tc, empty_file);
 	tcase_add_test(tc, print_keys);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

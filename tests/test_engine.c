@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "check_main.h"
 
 #define NS 1000000000ull
 #define DAY (86400ull * NS)
@@ -1350,8 +1351,6 @@ int main(void)
 	Suite *s = suite_create("engine");
 	TCase *tc = tcase_create("book");
 	TCase *tr = tcase_create("random");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, cross_and_partial_fill);
@@ -1385,9 +1384,5 @@ int main(void)
 	tcase_add_test(tr, snapshot_round_trip);
 	tcase_add_test(tr, snapshot_million_orders);
 	suite_add_tcase(s, tr);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

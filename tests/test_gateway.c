@@ -22,6 +22,7 @@
 #include "ouch.h"
 #include "soupbin.h"
 #include "wire.h"
+#include "check_main.h"
 
 /* ---- credentials ---------------------------------------------------------- */
 
@@ -1323,11 +1324,5 @@ static Suite *gateway_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(gateway_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(gateway_suite(), 0);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hist.h"
+#include "check_main.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -296,8 +297,6 @@ int main(void)
 {
 	Suite *s = suite_create("hist");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, exact_below_1024);
@@ -311,9 +310,5 @@ int main(void)
 	tcase_add_test(tc, empty);
 	tcase_add_test(tc, print_format);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

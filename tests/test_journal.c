@@ -23,6 +23,7 @@
 #undef LOCKSTEP_CRC32C_H
 #include "crc32c.h"
 #include "journal.h"
+#include "check_main.h"
 
 #define SEG_HDR 16u
 #define REC_OVERHEAD 24u
@@ -1601,7 +1602,6 @@ int main(void)
 	TCase *io = tcase_create("journal");
 	TCase *big = tcase_create("million");
 	const char *tmp = getenv("TMPDIR");
-	SRunner *sr;
 	int failed;
 
 	if (!tmp || !*tmp || strlen(tmp) > 900)
@@ -1655,10 +1655,7 @@ int main(void)
 	tcase_add_test(big, million_records);
 	suite_add_tcase(s, big);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	failed = check_run(s, 0);
 	rm_rf(run_dir);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return failed;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "check_main.h"
 
 /* ---- capturing stderr ------------------------------------------------- */
 
@@ -294,8 +295,6 @@ int main(void)
 {
 	Suite *s = suite_create("log");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, format_each_level);
@@ -308,9 +307,5 @@ int main(void)
 	tcase_add_test(tc, ratelimit_burst_then_suppressed);
 	tcase_add_test(tc, ratelimit_filtered_level);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "moldudp64.h"
+#include "check_main.h"
 
 /* A 20-byte header: session "SESSION1", sequence number seq, count. */
 #define SEQ8(s)                                                                            \
@@ -722,8 +723,6 @@ int main(void)
 {
 	Suite *s = suite_create("moldudp64");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, session_names_0_to_10);
@@ -748,12 +747,7 @@ int main(void)
 	tcase_add_test(tc, strerror_names_every_error);
 	tcase_add_test(tc, every_error_reached);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
 	/* In one process, so that every_error_reached sees what the others
 	 * produced. */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 1);
 }

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "net.h"
+#include "check_main.h"
 
 #define LOOPBACK "127.0.0.1"
 
@@ -588,8 +589,6 @@ int main(void)
 {
 	Suite *s = suite_create("net");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, parse_good);
@@ -609,9 +608,5 @@ int main(void)
 	tcase_add_test(tc, tcp_listen_accept);
 	tcase_add_test(tc, udp_stats);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

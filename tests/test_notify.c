@@ -17,6 +17,7 @@
 
 #include "ctl.h"
 #include "notify.h"
+#include "check_main.h"
 
 static char dir[64];
 
@@ -382,8 +383,6 @@ int main(void)
 {
 	Suite *s = suite_create("notify");
 	TCase *tc = tcase_create("notify");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 20);
@@ -397,9 +396,5 @@ int main(void)
 	tcase_add_test(tc, notifier_lifecycle);
 	tcase_add_test(tc, notifier_does_not_hold_the_loop);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ouch.h"
+#include "check_main.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define TS_0930 ((9ull * 3600 + 30 * 60) * 1000000000ull + 1) /* 09:30:00.000000001 */
@@ -1013,8 +1014,6 @@ int main(void)
 	TCase *bad = tcase_create("malformed");
 	TCase *valid = tcase_create("validate");
 	TCase *fmt = tcase_create("format");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_loop_test(codec, round_trip_every_type, 0, (int)NELEM(samples));
 	tcase_add_test(codec, exact_bytes_enter);
@@ -1045,9 +1044,5 @@ int main(void)
 	tcase_add_test(fmt, format_decoded_and_truncated);
 	suite_add_tcase(s, fmt);
 
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

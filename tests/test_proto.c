@@ -14,6 +14,7 @@
 /* The fuzz target's invariants (peek vs protobuf-c, repacking), run below
  * on random and mutated inputs. */
 #include "fuzz/fuzz_proto.c"
+#include "check_main.h"
 
 static struct arena arena;
 
@@ -911,8 +912,6 @@ int main(void)
 {
 	Suite *s = suite_create("proto");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -934,9 +933,5 @@ int main(void)
 	tcase_add_test(tc, peek_empty_and_duplicates);
 	tcase_add_test(tc, mutated_events_agree);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

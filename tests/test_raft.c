@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "raft.h"
+#include "check_main.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -2020,8 +2021,6 @@ int main(int argc, char **argv)
 	TCase *sim = tcase_create("sim");
 	TCase *bug = tcase_create("bugs");
 	TCase *fo = tcase_create("failover");
-	SRunner *sr;
-	int failed;
 	const char *one = getenv("RAFT_SIM_SEED");
 
 	if (argc > 0)
@@ -2063,9 +2062,5 @@ int main(int argc, char **argv)
 	suite_add_tcase(s, fo);
 
 run:
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

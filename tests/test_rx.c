@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rx.h"
+#include "check_main.h"
 
 #define MS 1000000ull
 #define MAXREQ 4096
@@ -749,8 +750,6 @@ int main(void)
 	Suite *s = suite_create("rx");
 	TCase *tc = tcase_create("core");
 	TCase *td = tcase_create("drop");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, in_order);
@@ -777,9 +776,5 @@ int main(void)
 	tcase_add_test(td, drop_off_and_all);
 	tcase_add_test(td, rng_and_seed);
 	suite_add_tcase(s, td);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

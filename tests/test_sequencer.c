@@ -25,6 +25,7 @@
 #include "raft.h"
 #include "sequencer.h"
 #include "tape.h"
+#include "check_main.h"
 
 #define WAIT_MS 2000 /* for anything that must arrive */
 #define QUIET_MS 250 /* for making sure nothing arrives */
@@ -908,8 +909,6 @@ int main(void)
 {
 	Suite *s = suite_create("sequencer");
 	TCase *tc = tcase_create("loopback");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -930,9 +929,5 @@ int main(void)
 	tcase_add_test(tc, group_append_entries);
 	tcase_add_test(tc, group_config_checked);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 0);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "soupbin.h"
+#include "check_main.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 
@@ -1080,8 +1081,6 @@ int main(void)
 {
 	Suite *s = suite_create("soupbin");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, split_invariance_server_stream);
@@ -1107,11 +1106,6 @@ int main(void)
 			    (int)(sizeof(bad_accepts) / sizeof(bad_accepts[0])));
 	tcase_add_test(tc, strerror_names_every_error);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
 	/* One process: forking per test costs more than the tests under ASan. */
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run(s, 1);
 }
