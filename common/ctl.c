@@ -1,7 +1,10 @@
+/* The control socket: server and client (ctl.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,7 +31,7 @@ struct ctl_server {
 	struct ev_loop *loop;
 	ev_io io;
 	int fd;
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char path[PATH_MAX]; /* for unlink() at close */
 	ctl_handler_fn fn;
 	void *ctx;
 	struct ctl_client clients[CTL_MAX_CLIENTS];
@@ -167,13 +170,37 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	ev_timer_start(loop, &c->timer);
 }
 
-static int unix_addr(const char *path, struct sockaddr_un *sa)
+/* The address of the socket at `path`. A path longer than sun_path holds
+ * is reached through its directory: *dirfd is opened on it (O_PATH) and the
+ * address is /proc/self/fd/N/NAME, which the kernel resolves at bind() and
+ * connect(); the caller closes *dirfd (-1 when not opened) afterwards.
+ * -ENAMETOOLONG when even the file name does not fit. */
+static int unix_addr(const char *path, struct sockaddr_un *sa, int *dirfd)
 {
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int n;
+
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sa->sun_path))
+	*dirfd = -1;
+	if (strlen(path) < sizeof(sa->sun_path)) {
+		strcpy(sa->sun_path, path);
+		return 0;
+	}
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
 		return -ENAMETOOLONG;
-	strcpy(sa->sun_path, path);
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	*dirfd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*dirfd < 0)
+		return -errno;
+	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", *dirfd, slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(sa->sun_path)) {
+		close(*dirfd);
+		*dirfd = -1;
+		return -ENAMETOOLONG;
+	}
 	return 0;
 }
 
@@ -182,13 +209,17 @@ int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *p
 {
 	struct sockaddr_un sa;
 	struct ctl_server *s;
-	int err;
+	int err, dirfd;
 
-	if ((err = unix_addr(path, &sa)) < 0)
+	if (strlen(path) >= sizeof(s->path))
+		return -ENAMETOOLONG;
+	if ((err = unix_addr(path, &sa, &dirfd)) < 0)
 		return err;
 	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
+	if (!s) {
+		err = -ENOMEM;
+		goto out_dir;
+	}
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0) {
 		err = -errno;
@@ -199,6 +230,8 @@ int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *p
 		err = -errno;
 		goto out_close;
 	}
+	if (dirfd >= 0)
+		close(dirfd);
 	strcpy(s->path, path);
 	s->loop = loop;
 	s->fn = fn;
@@ -216,6 +249,9 @@ out_close:
 	close(s->fd);
 out_free:
 	free(s);
+out_dir:
+	if (dirfd >= 0)
+		close(dirfd);
 	return err;
 }
 
@@ -276,17 +312,22 @@ int ctl_call(const char *path, const Lockstep__ControlRequest *req, Lockstep__Co
 	uint8_t hdr[4], *buf;
 	size_t len;
 	uint32_t rlen;
-	int fd, err;
+	int fd, err, dirfd;
 
-	if ((err = unix_addr(path, &sa)) < 0)
+	if ((err = unix_addr(path, &sa, &dirfd)) < 0)
 		return err;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (fd < 0) {
 		err = -errno;
-		goto out_close;
+		if (dirfd >= 0)
+			close(dirfd);
+		return err;
 	}
+	err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+	if (dirfd >= 0)
+		close(dirfd);
+	if (err < 0)
+		goto out_close;
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	len = lockstep__control_request__get_packed_size(req);
 	buf = malloc(len + 4);

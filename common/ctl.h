@@ -20,7 +20,11 @@ typedef void (*ctl_handler_fn)(void *ctx, const Lockstep__ControlRequest *req,
 
 struct ctl_server;
 
-/* Listens on `path` (an old socket file there is removed first). */
+/* Listens on `path` (an old socket file there is removed first). A path
+ * longer than a Unix socket address holds works too (bound and reached
+ * through its directory); -ENAMETOOLONG when the file name alone, after
+ * the last '/', is longer than about 90 characters. ctl_call() takes the
+ * same paths. */
 int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *path,
 		    ctl_handler_fn fn, void *ctx);
 /* Stops listening and removes the socket file; accepts NULL. */

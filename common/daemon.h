@@ -1,6 +1,11 @@
-/* What every lockstep daemon shares: the command line (--config, --set,
- * --check-config, --help, --version), the [node] section of its config,
- * signals through the event loop, and its control socket. */
+/* The daemon skeleton: what every lockstep daemon shares, written once. The
+ * command line (--config, --set, --check-config, --help, --version), the
+ * [node] section of the config, the event loop, signals through it, the
+ * service manager's notifications and watchdog, the control socket with its
+ * common operations (STATUS, STATS, LOGLEVEL, RELOAD), and the exit status.
+ * A daemon fills a struct daemon_ops and its main() is one call to
+ * daemon_main(). Tests and benchmarks run a node on their own loop with
+ * daemon_node_open() (the node and its control socket, no signals). */
 #ifndef LOCKSTEP_DAEMON_H
 #define LOCKSTEP_DAEMON_H
 
@@ -8,17 +13,28 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "counters.h"
 #include "ctl.h"
 
 #define DAEMON_MAX_OVERRIDES 64
 
+/* Exit statuses, the same for every daemon (their man pages list them). */
+enum daemon_exit {
+	DAEMON_EXIT_OK = 0, /* a clean stop, --help, --version, --check-config passed */
+	DAEMON_EXIT_FAILURE = 1, /* start-up or run-time failure, or a second stop signal */
+	DAEMON_EXIT_USAGE = 2, /* a bad command line or configuration */
+	DAEMON_EXIT_DIVERGED = 3, /* a matcher outvoted at a checkpoint */
+};
+
 /* [node] name, state_dir (journals, snapshots), control (socket path),
  * log_level. Embed it in a daemon's config struct and list its keys with
- * DAEMON_NODE_KEYS(struct_type, member). */
+ * DAEMON_NODE_KEYS(struct_type, member). `control` may be longer than a
+ * Unix socket address holds: the control socket then binds through the
+ * directory (common/ctl.h). */
 struct node_config {
 	char name[32];
 	char state_dir[256];
-	char control[108];
+	char control[320];
 	int log_level;
 	int log_timestamps;
 };
@@ -39,49 +55,68 @@ extern const char *const daemon_log_level_names[]; /* indexes 0..4 = levels 3..7
 	{ "node", "log_timestamps", CONFIG_BOOL, offsetof(type, member.log_timestamps), 0, "no", 0, \
 	  0, NULL, "prefix log lines with the time (for log files, not journald)" }
 
-struct daemon_args {
-	const char *config; /* --config FILE */
-	const char *overrides[DAEMON_MAX_OVERRIDES]; /* --set section.key=value */
-	size_t n_overrides;
-	int check_config; /* --check-config: load, report, exit */
+/* What a daemon is to the skeleton. `self` is the daemon's own object, made
+ * by open. Every hook runs on the loop's thread. */
+struct daemon_ops {
+	const char *prog; /* "lockstep-sequencer": --help, --version, errors */
+	const char *role; /* "sequencer": STATUS role, error texts */
+	const char *about; /* the paragraph --help prints */
+	const struct config_spec *spec;
+	size_t cfg_size; /* sizeof the daemon's config struct */
+	size_t node_offset; /* offsetof its struct node_config */
+	/* --check-config, beyond each key's own check: 0, or a negative errno
+	 * with err saying why. May be NULL. */
+	int (*check)(const void *cfg, char *err, size_t errlen);
+	/* Makes the node on `loop`, logging why when it cannot (a negative
+	 * errno). cfg stays valid until close. */
+	int (*open)(void **self, struct ev_loop *loop, const void *cfg);
+	/* A graceful stop: flush what is owed, stop every watcher. Called once,
+	 * on SIGTERM/SIGINT or when the loop ran out of work. */
+	void (*stop)(void *self);
+	/* Frees everything open made; accepts NULL. */
+	void (*close)(void *self);
+	/* DAEMON_EXIT_OK, or why the node cannot go on (it then breaks the
+	 * loop itself): DAEMON_EXIT_FAILURE, DAEMON_EXIT_DIVERGED. May be NULL. */
+	int (*exit_status)(const void *self);
+	/* Applies the run-time keys of a freshly loaded config (the skeleton
+	 * has applied [node] log_level and log_timestamps); msg says what, or
+	 * why not (a negative errno, nothing applied). May be NULL. */
+	int (*reload)(void *self, const void *fresh, char *msg, size_t msglen);
+	/* Fills the reply's node fields: name, state, term, seq, commit (and a
+	 * message that STATUS shows, where there is one). */
+	void (*status)(void *self, Lockstep__ControlReply *reply);
+	/* Adds the node's counters (counters.h) for STATS. */
+	void (*stats)(void *self, struct counters *out);
+	/* The daemon's own control operations: 1 when it answered req, 0 for an
+	 * operation it does not know. May be NULL. */
+	int (*control)(void *self, const Lockstep__ControlRequest *req,
+		       Lockstep__ControlReply *reply);
 };
 
-/* Parses the command line and loads the config into cfg. Returns 0 to run,
- * 1 when the program should exit 0 now (--help, --version, --check-config
- * passed), or -1 after printing the error (exit 2 for usage, 1 for config).
- * `about` is the one-paragraph description --help prints. */
-int daemon_start(int argc, char **argv, const char *prog, const char *about,
-		 const struct config_spec *spec, void *cfg, struct node_config *node,
-		 struct daemon_args *args);
+/* The whole of a daemon's main(): parses the command line, loads the
+ * config, runs the node until it stops, returns the exit status. */
+int daemon_main(int argc, char **argv, const struct daemon_ops *ops);
 
-/* Re-reads the configuration daemon_start() loaded (the same file, the same
+/* A node on a loop the caller runs: ops->open, then its control socket at
+ * the config's [node] control. The config must outlive the node. Returns 0,
+ * or a negative errno after logging why. */
+struct daemon_node;
+int daemon_node_open(struct daemon_node **out, const struct daemon_ops *ops,
+		     struct ev_loop *loop, const void *cfg);
+/* The daemon's own object (ops->open's self). */
+void *daemon_node_self(const struct daemon_node *d);
+/* ops->stop (once) and closes the control socket; breaks the loop. */
+void daemon_node_stop(struct daemon_node *d);
+/* Stops the node if that has not happened, frees it and returns its exit
+ * status (enum daemon_exit). Accepts NULL (returns DAEMON_EXIT_OK). */
+int daemon_node_close(struct daemon_node *d);
+
+/* Re-reads the configuration daemon_main() loaded (the same file, the same
  * --set overrides) into `cfg`, a scratch struct of the daemon's config type
  * whose [node] part is `node`, and applies what every daemon can change at
  * run time: [node] log_level and log_timestamps. Returns 0 with msg saying
  * what it applied, or a negative errno with msg saying why (file:line: key),
- * nothing applied. The daemon then applies its own run-time keys from cfg. */
+ * nothing applied. */
 int daemon_reload_config(void *cfg, struct node_config *node, char *msg, size_t msglen);
-
-/* The control operations every daemon answers alike: LOGLEVEL (req->arg:
- * err, warning, notice, info or debug) and RELOAD (calls `reload`, the
- * daemon's own, which starts with daemon_reload_config(); SIGHUP calls the
- * same one). Fills reply->error and reply->message and returns 1 for those
- * two operations, 0 for any other (reply untouched). */
-typedef int (*daemon_reload_fn)(void *ctx, char *msg, size_t msglen);
-int daemon_ctl_runtime(const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply,
-		       daemon_reload_fn reload, void *ctx);
-
-/* libev signal watchers: SIGINT/SIGTERM call on_stop once (a second one exits
- * at once), SIGHUP calls on_reload (may be NULL), SIGPIPE is ignored. */
-struct daemon_signals {
-	ev_signal sigint, sigterm, sighup;
-	void (*on_stop)(struct ev_loop *loop, void *ctx);
-	void (*on_reload)(struct ev_loop *loop, void *ctx);
-	void *ctx;
-	int stopping;
-};
-
-void daemon_signals_start(struct daemon_signals *s, struct ev_loop *loop);
-void daemon_signals_stop(struct daemon_signals *s, struct ev_loop *loop);
 
 #endif

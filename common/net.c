@@ -598,6 +598,17 @@ int net_batch_recv(struct net_batch *b, int fd)
 	return got;
 }
 
+int net_batch_recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
+{
+	int n;
+
+	b->rxq_dropped = 0;
+	n = net_batch_recv(b, fd);
+	if (b->rxq_dropped > *rxq)
+		*rxq = b->rxq_dropped;
+	return n;
+}
+
 int net_batch_send(struct net_batch *b, int fd, unsigned count)
 {
 	unsigned sent = 0;

@@ -94,6 +94,14 @@ static inline uint8_t *net_batch_slot(struct net_batch *b, unsigned i)
 }
 /* Returns slots received (0 when EAGAIN) or a negative errno. */
 int net_batch_recv(struct net_batch *b, int fd);
+/* net_batch_recv, keeping the socket's own SO_RXQ_OVFL count in *rxq
+ * (several sockets share one batch; the kernel's counter is per socket). */
+int net_batch_recv_counted(struct net_batch *b, int fd, uint64_t *rxq);
+
+/* recvmmsg calls per wakeup on one socket, so that one busy stream cannot
+ * starve the others on the loop (the sequencer's [sequencer] drain key
+ * defaults to it). */
+#define NET_DRAIN_ROUNDS 16
 int net_batch_send(struct net_batch *b, int fd, unsigned count);
 
 /* The kernel's UDP counters (/proc/net/snmp): RcvbufErrors, InErrors. */

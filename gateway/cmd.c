@@ -216,7 +216,7 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
 		int n;
 
 		g->cmd_in.rxq_dropped = 0;
@@ -245,14 +245,11 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 				/* The too-old answer (common/rx.h): a heartbeat to the
 				 * requester whose seq is the oldest command journalled. */
 				uint8_t hb[MOLD_HEADER_LEN];
+				size_t hb_len = rxpath_too_old_answer(hb, &g->cmd_sess,
+								      "command stream", from, first);
 
 				g->st.retrans_too_old++;
-				log_ratelimited(&gw_rl, LOG_LVL_WARNING,
-						"sequencer asked for command %" PRIu64
-						", the journal starts at %" PRIu64 ": told so",
-						from, first);
-				mold_build_heartbeat(hb, &g->cmd_sess, first);
-				(void)sendto(g->cmd_fd, hb, sizeof(hb), 0,
+				(void)sendto(g->cmd_fd, hb, hb_len, 0,
 					     (const struct sockaddr *)&g->cmd_in.addrs[i],
 					     sizeof(g->cmd_in.addrs[i]));
 				from = first;
@@ -416,17 +413,11 @@ static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer
 		if (pkt.kind == MOLD_END_OF_SESSION)
 			return;
 		if (pkt.kind == MOLD_HEARTBEAT) {
-			/* The server that sent it no longer holds what is below
-			 * pkt.seq; the others may. With one server it can only
-			 * be that one, whatever address it answered from; among
-			 * several, an unknown sender is counted and tells rx
-			 * nothing. */
-			unsigned server = gw_stream_server(&g->tape, from);
-
-			if (g->tape.n_retrans == 1)
-				server = 0;
+			/* the server that sent it no longer holds what is
+			 * below pkt.seq; the others may */
 			g->st.tape_too_old++;
-			rx_too_old(g->tape.rx, server, pkt.seq, now);
+			rxpath_too_old(g->tape.rx, rxpath_server(g->tape.retrans, g->tape.n_retrans, from),
+				       "tape", from, pkt.seq, now);
 			g->tape.next = rx_next(g->tape.rx);
 			return;
 		}
@@ -447,8 +438,8 @@ void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < 8; round++) {
-		int n = gw_stream_recv(g, w->fd, answer ? &g->tape.req_rxq : &g->tape.rxq);
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		int n = net_batch_recv_counted(&g->rx, w->fd, answer ? &g->tape.req_rxq : &g->tape.rxq);
 		uint64_t now = mono_ns();
 
 		if (n <= 0)
@@ -569,13 +560,13 @@ static int open_tape(struct gw *g)
 			strerror(-g->tape.fd));
 		return g->tape.fd;
 	}
-	gw_rcvbuf_check("tape", &rcv);
+	rxpath_bufsize_check("tape", &rcv);
 	g->tape.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
 	if (g->tape.req_fd < 0) {
 		log_err("tape request socket: %s", strerror(-g->tape.req_fd));
 		return g->tape.req_fd;
 	}
-	gw_rcvbuf_check("tape request socket", &rcv);
+	rxpath_bufsize_check("tape request socket", &rcv);
 	ev_io_init(&g->tape.io, gw_tape_read, g->tape.fd, EV_READ);
 	ev_io_init(&g->tape.req_io, gw_tape_read, g->tape.req_fd, EV_READ);
 	g->tape.io.data = g->tape.req_io.data = g;
@@ -637,7 +628,7 @@ int gw_cmd_open(struct gw *g)
 		log_err("command socket %s: %s", g->cfg.cmd_bind, strerror(-g->cmd_fd));
 		return g->cmd_fd;
 	}
-	gw_rcvbuf_check("command socket", &rcv);
+	rxpath_bufsize_check("command socket", &rcv);
 	ev_io_init(&g->cmd_io, on_cmd_read, g->cmd_fd, EV_READ);
 	g->cmd_io.data = g;
 	ev_io_start(g->loop, &g->cmd_io);

@@ -73,19 +73,9 @@ void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint1
 _Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
 	       "an rx server per exec_retrans address");
 
-unsigned gw_stream_server(const struct gw_stream *s, const struct sockaddr_in *from)
-{
-	unsigned k = 0;
-
-	while (k < s->n_retrans && (s->retrans[k].sin_addr.s_addr != from->sin_addr.s_addr ||
-				    s->retrans[k].sin_port != from->sin_port))
-		k++;
-	return k;
-}
-
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, rx_timer));
+	struct gw *g = container_of(w, struct gw, rx_timer);
 	uint64_t now = mono_ns();
 
 	(void)loop;
@@ -100,36 +90,11 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 void gw_stream_arm(struct gw *g)
 {
-	uint64_t due = RX_NEVER, now = mono_ns();
+	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.rx);
 
-	if (g->tape.rx)
-		due = rx_due(g->tape.rx);
 	for (unsigned p = 0; p < g->n_parts; p++)
-		if (g->parts[p].exec.rx && rx_due(g->parts[p].exec.rx) < due)
-			due = rx_due(g->parts[p].exec.rx);
-	ev_timer_stop(g->loop, &g->rx_timer);
-	if (due == RX_NEVER || g->stopping)
-		return;
-	ev_timer_set(&g->rx_timer, due > now ? (double)(due - now) / 1e9 : 0., 0.);
-	ev_timer_start(g->loop, &g->rx_timer);
-}
-
-int gw_stream_recv(struct gw *g, int fd, uint64_t *rxq)
-{
-	int n;
-
-	g->rx.rxq_dropped = 0;
-	n = net_batch_recv(&g->rx, fd);
-	if (g->rx.rxq_dropped > *rxq)
-		*rxq = g->rx.rxq_dropped;
-	return n;
-}
-
-void gw_rcvbuf_check(const char *what, const struct net_bufsize *b)
-{
-	if (b->capped)
-		log_warn("%s: receive buffer capped at %d bytes (asked %d): raise "
-			 "net.core.rmem_max", what, b->granted, b->requested);
+		due = rxpath_due_min(due, g->parts[p].exec.rx);
+	rxpath_arm(g->loop, &g->rx_timer, g->stopping ? RX_NEVER : due, mono_ns());
 }
 
 /* The exec counters are the sums over the partitions. */
@@ -303,14 +268,12 @@ static void exec_packet(struct gw_part *x, const uint8_t *buf, size_t len, int a
 		if (pkt.kind == MOLD_END_OF_SESSION)
 			return;
 		if (pkt.kind == MOLD_HEARTBEAT) {
-			/* an unknown sender is counted, and tells rx nothing */
-			unsigned server = gw_stream_server(e, from);
+			char what[24];
 
 			g->st.exec_too_old++;
-			log_ratelimited(&gw_rl, LOG_LVL_WARNING,
-					"exec %u: a replica holds nothing below %" PRIu64, x->index,
-					pkt.seq);
-			rx_too_old(e->rx, server, pkt.seq, now);
+			snprintf(what, sizeof(what), "exec %u", x->index);
+			rxpath_too_old(e->rx, rxpath_server(e->retrans, e->n_retrans, from), what, from,
+				       pkt.seq, now);
 			if (rx_next(e->rx) > e->next)
 				e->next = rx_next(e->rx); /* past a hole given up */
 			return;
@@ -329,8 +292,8 @@ void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < 8; round++) {
-		int n = gw_stream_recv(g, w->fd, answer ? &x->exec.req_rxq : &x->exec.rxq);
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		int n = net_batch_recv_counted(&g->rx, w->fd, answer ? &x->exec.req_rxq : &x->exec.rxq);
 		uint64_t now = mono_ns();
 
 		if (n <= 0)
@@ -509,14 +472,14 @@ static int open_exec_sockets(struct gw_part *x)
 		return e->fd;
 	}
 	snprintf(what, sizeof(what), "exec stream %u", x->index);
-	gw_rcvbuf_check(what, &rcv);
+	rxpath_bufsize_check(what, &rcv);
 	e->req_fd = net_udp_open(&any, &opt, &rcv, NULL);
 	if (e->req_fd < 0) {
 		log_err("exec %u request socket: %s", x->index, strerror(-e->req_fd));
 		return e->req_fd;
 	}
 	snprintf(what, sizeof(what), "exec %u request socket", x->index);
-	gw_rcvbuf_check(what, &rcv);
+	rxpath_bufsize_check(what, &rcv);
 	ev_io_init(&e->io, gw_exec_read, e->fd, EV_READ);
 	ev_io_init(&e->req_io, gw_exec_read, e->req_fd, EV_READ);
 	e->io.data = e->req_io.data = x;
@@ -536,7 +499,6 @@ static uint64_t exec_drop_seed(const struct gw *g, unsigned p, unsigned k)
 
 int gw_exec_open(struct gw *g)
 {
-	uint64_t base = rx_seed_of(g->cfg.node.name, g->cfg.drop_seed);
 	char dir[300];
 	int rc;
 
@@ -563,17 +525,13 @@ int gw_exec_open(struct gw *g)
 	}
 	/* the loss generator and the jitter of every stream (the tape's is
 	 * opened by gw_cmd_open, after this) */
-	rx_rng_seed(&g->rng, base);
+	rxpath_loss_init(&g->rng,
+			 (struct rx_drop *const[]){ &g->tape.drop, &g->tape.req_drop, &g->cmd_drop },
+			 3, g->cfg.drop_rate, g->cfg.node.name, g->cfg.drop_seed, 12);
 	for (unsigned p = 0; p < g->n_parts; p++) {
 		rx_drop_init(&g->parts[p].exec.drop, g->cfg.drop_rate, exec_drop_seed(g, p, 0));
 		rx_drop_init(&g->parts[p].exec.req_drop, g->cfg.drop_rate, exec_drop_seed(g, p, 1));
 	}
-	rx_drop_init(&g->tape.drop, g->cfg.drop_rate, base + 12);
-	rx_drop_init(&g->tape.req_drop, g->cfg.drop_rate, base + 13);
-	rx_drop_init(&g->cmd_drop, g->cfg.drop_rate, base + 14);
-	if (g->cfg.drop_rate > 0)
-		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %" PRIu64
-			 ")", g->cfg.drop_rate, g->cfg.drop_seed);
 	ev_init(&g->rx_timer, on_rx_timer);
 	for (unsigned p = 0; p < g->n_parts; p++) {
 		rc = open_exec_sockets(&g->parts[p]);

@@ -109,6 +109,8 @@ const struct config_key gw_config_keys[] = {
 	CONFIG_END,
 };
 
+const struct config_spec gw_config_spec = { .keys = gw_config_keys };
+
 _Static_assert(GW_MAX_PARTITIONS == 16, "a GW_PART() above for each partition but 0");
 
 /* ---- logins ----------------------------------------------------------- */
@@ -263,27 +265,18 @@ static int logins_reload(struct gw *g, const char *path, char *msg, size_t msgle
 	return 0;
 }
 
-/* RELOAD and SIGHUP: [node] log_level and log_timestamps (applied by
- * daemon_reload_config) and the logins of [gateway] credentials. */
-static int gw_reload(void *ctx, char *msg, size_t msglen)
+/* RELOAD and SIGHUP: the logins of [gateway] credentials (the skeleton
+ * has applied [node] log_level and log_timestamps). */
+static int gw_reload(void *self, const void *fresh_cfg, char *msg, size_t msglen)
 {
-	static struct gw_config fresh;
-	struct gw *g = ctx;
-	size_t len;
-	int rc = daemon_reload_config(&fresh, &fresh.node, msg, msglen);
+	const struct gw_config *fresh = fresh_cfg;
+	struct gw *g = self;
+	int rc = logins_reload(g, fresh->credentials, msg, msglen);
 
-	if (rc < 0)
-		return rc;
-	len = strlen(msg);
-	if (len + 2 >= msglen)
-		return 0;
-	msg[len++] = ',';
-	msg[len++] = ' ';
-	rc = logins_reload(g, fresh.credentials, msg + len, msglen - len);
 	if (rc == 0)
-		memcpy(g->cfg.credentials, fresh.credentials, sizeof(g->cfg.credentials));
-	g->cfg.node.log_level = fresh.node.log_level;
-	g->cfg.node.log_timestamps = fresh.node.log_timestamps;
+		memcpy(g->cfg.credentials, fresh->credentials, sizeof(g->cfg.credentials));
+	g->cfg.node.log_level = fresh->node.log_level;
+	g->cfg.node.log_timestamps = fresh->node.log_timestamps;
 	return rc;
 }
 
@@ -360,7 +353,7 @@ static void progress_save(struct gw *g)
  * then the batched datagrams and the sessions' output. */
 static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 {
-	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, prepare));
+	struct gw *g = container_of(w, struct gw, prepare);
 
 	(void)loop;
 	(void)revents;
@@ -372,7 +365,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct gw *g = (struct gw *)((char *)w - offsetof(struct gw, tick));
+	struct gw *g = container_of(w, struct gw, tick);
 	ev_tstamp now = ev_now(loop);
 
 	(void)revents;
@@ -386,78 +379,59 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- control ----------------------------------------------------------- */
 
-/* the counters, then the gauges: sessions, cmd_next, exec_next (partition
- * 0), tokens, and exec_next_P of each other partition */
-#define GW_N_COUNTERS (sizeof(struct gw_stats) / sizeof(uint64_t) + 3 + GW_MAX_PARTITIONS)
-_Static_assert(GW_N_POS == 2 + GW_MAX_PARTITIONS, "");
-
-static const char *const stat_names[] = {
-	"accepted", "refused", "logins", "login_rejects", "logouts", "disconnects",
-	"idle_drops", "slow_drops", "protocol_errors", "ouch_in", "ouch_malformed",
-	"cmds_sent", "cmd_packets", "cmds_resent", "retrans_requests", "retrans_served",
-	"cmd_heartbeats", "session_events", "tape_packets", "tape_malformed", "tape_gaps",
-	"tape_requests", "tape_fenced", "cmds_acked", "exec_packets", "exec_malformed",
-	"exec_dups", "exec_gaps", "exec_requests", "exec_blocks", "exec_routed",
-	"exec_foreign", "out_msgs", "replayed", "journal_errors", "tape_held", "tape_too_old",
-	"tape_skipped", "exec_held", "exec_too_old", "exec_lost", "retrans_too_old",
-	"drops_injected", "rxq_dropped", "kernel_rcvbuf_errors", "local_rejects", "tokens_full",
-	"unrouted_symbols",
+/* STATS: struct gw_stats in its order, then the gauges: sessions,
+ * cmd_next, exec_next (partition 0), tokens, and exec_next_P of each other
+ * partition. */
+static const struct counter_def stat_defs[] = {
+	COUNTER(accepted), COUNTER(refused), COUNTER(logins), COUNTER(login_rejects),
+	COUNTER(logouts), COUNTER(disconnects), COUNTER(idle_drops), COUNTER(slow_drops),
+	COUNTER(protocol_errors), COUNTER(ouch_in), COUNTER(ouch_malformed), COUNTER(cmds_sent),
+	COUNTER(cmd_packets), COUNTER(cmds_resent), COUNTER(retrans_requests),
+	COUNTER(retrans_served), COUNTER(cmd_heartbeats), COUNTER(session_events),
+	COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_gaps),
+	COUNTER(tape_requests), COUNTER(tape_fenced), COUNTER(cmds_acked), COUNTER(exec_packets),
+	COUNTER(exec_malformed), COUNTER(exec_dups), COUNTER(exec_gaps), COUNTER(exec_requests),
+	COUNTER(exec_blocks), COUNTER(exec_routed), COUNTER(exec_foreign), COUNTER(out_msgs),
+	COUNTER(replayed), COUNTER(journal_errors), COUNTER(tape_held), COUNTER(tape_too_old),
+	COUNTER(tape_skipped), COUNTER(exec_held), COUNTER(exec_too_old), COUNTER(exec_lost),
+	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
+	COUNTER(kernel_rcvbuf_errors), COUNTER(local_rejects), COUNTER(tokens_full),
+	COUNTER(unrouted_symbols),
 };
 
-_Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) ==
+_Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
 		       sizeof(struct gw_stats) / sizeof(uint64_t),
 	       "a name for every counter");
 
-static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply)
+static void gw_status(void *self, Lockstep__ControlReply *reply)
 {
-	static Lockstep__Counter counters[GW_N_COUNTERS];
-	static Lockstep__Counter *ptrs[GW_N_COUNTERS];
-	struct gw *g = ctx;
-	const uint64_t *v = (const uint64_t *)&g->st;
-	size_t n = 0;
+	struct gw *g = self;
 
 	reply->name = g->cfg.node.name;
-	reply->role = "gateway";
 	reply->state = g->stopping ? "stopping"
 		       : (g->tape.live && gw_exec_live(g)) ? "ready" : "starting";
 	reply->term = g->tape_term;
 	reply->seq = g->tape_last;
 	reply->commit = g->tape_commit;
 	reply->ouch = g->ouch_addr;
-	if (req->op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS ||
-	    daemon_ctl_runtime(req, reply, gw_reload, g))
-		return;
-	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__STATS) {
-		reply->error = -EOPNOTSUPP;
-		reply->message = "the gateway answers STATUS, STATS, LOGLEVEL and RELOAD";
-		return;
-	}
-	gw_stream_stats(g);
-	for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++, n++) {
-		lockstep__counter__init(&counters[n]);
-		counters[n].name = (char *)stat_names[i];
-		counters[n].value = v[i];
-	}
-	const char *extra[] = { "sessions", "cmd_next", "exec_next", "tokens" };
-	uint64_t ev[] = { g->n_sessions, g->cmd_next, g->parts[0].exec.next,
-			  gw_route_count(g->routes) };
-	for (size_t i = 0; i < 4; i++, n++) {
-		lockstep__counter__init(&counters[n]);
-		counters[n].name = (char *)extra[i];
-		counters[n].value = ev[i];
-	}
-	for (unsigned p = 1; p < g->n_parts; p++, n++) {
-		static char names[GW_MAX_PARTITIONS][24]; /* "exec_next_" and a u32 */
+}
 
+static void gw_stats_add(void *self, struct counters *out)
+{
+	static char names[GW_MAX_PARTITIONS][24]; /* "exec_next_" and a u32 */
+	struct gw *g = self;
+
+	gw_stream_stats(g);
+	counters_add_table(out, stat_defs, (const uint64_t *)&g->st,
+			   sizeof(stat_defs) / sizeof(stat_defs[0]));
+	counters_add(out, "sessions", g->n_sessions, 1);
+	counters_add(out, "cmd_next", g->cmd_next, 1);
+	counters_add(out, "exec_next", g->parts[0].exec.next, 1);
+	counters_add(out, "tokens", gw_route_count(g->routes), 1);
+	for (unsigned p = 1; p < g->n_parts; p++) {
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
-		lockstep__counter__init(&counters[n]);
-		counters[n].name = names[p];
-		counters[n].value = g->parts[p].exec.next;
+		counters_add(out, names[p], g->parts[p].exec.next, 1);
 	}
-	for (size_t i = 0; i < n; i++)
-		ptrs[i] = &counters[i];
-	reply->n_counters = n;
-	reply->counters = ptrs;
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -574,11 +548,6 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	rc = open_listener(g);
 	if (rc < 0)
 		goto out_free;
-	rc = ctl_server_open(&g->ctl, loop, cfg->node.control, on_ctl, g);
-	if (rc < 0) {
-		log_err("control socket %s: %s", cfg->node.control, strerror(-rc));
-		goto out_free;
-	}
 	ev_prepare_init(&g->prepare, on_prepare);
 	ev_prepare_start(loop, &g->prepare);
 	ev_timer_init(&g->tick, on_tick, 0.01, 0.01);
@@ -640,7 +609,6 @@ void gw_close(struct gw *g)
 		gw_cmd_close(g);
 		gw_exec_close(g);
 	}
-	ctl_server_close(g->ctl);
 	if (g->listen_fd >= 0) {
 		ev_io_stop(g->loop, &g->listen_io);
 		close(g->listen_fd);
@@ -652,3 +620,48 @@ void gw_close(struct gw *g)
 	gw_creds_fini(&g->creds);
 	free(g);
 }
+
+/* --check-config: the partitions are checked together, beyond each key's
+ * own check. */
+static int gw_check(const void *cfg, char *err, size_t errlen)
+{
+	struct gw_routes *r;
+	int rc = gw_routes_open(&r, cfg, err, errlen);
+
+	if (rc == 0)
+		gw_routes_close(r);
+	return rc;
+}
+
+static int gw_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
+{
+	return gw_open((struct gw **)self, loop, cfg);
+}
+
+static void gw_daemon_stop(void *self)
+{
+	gw_stop(self);
+}
+
+static void gw_daemon_close(void *self)
+{
+	gw_close(self);
+}
+
+const struct daemon_ops gw_daemon = {
+	.prog = "lockstep-gateway",
+	.role = "gateway",
+	.about = "The client-facing gateway of a lockstep cluster: SoupBinTCP 4.0 / OUCH 4.2\n"
+		 "sessions in, the command stream to the sequencer out, executions back to\n"
+		 "the owning sessions.",
+	.spec = &gw_config_spec,
+	.cfg_size = sizeof(struct gw_config),
+	.node_offset = offsetof(struct gw_config, node),
+	.check = gw_check,
+	.open = gw_daemon_open,
+	.stop = gw_daemon_stop,
+	.close = gw_daemon_close,
+	.reload = gw_reload,
+	.status = gw_status,
+	.stats = gw_stats_add,
+};

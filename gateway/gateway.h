@@ -72,6 +72,7 @@ struct gw_config {
 
 /* The key table of [node] and [gateway], CONFIG_END terminated. */
 extern const struct config_key gw_config_keys[];
+extern const struct config_spec gw_config_spec;
 
 /* One line of the credentials file's [logins] section:
  *     LOGIN = PASSWORD FIRM [cancel_on_disconnect]
@@ -157,5 +158,9 @@ void gw_stop(struct gw *g);
 void gw_close(struct gw *g);
 /* The bound SoupBinTCP port (for port 0 in ouch_listen). */
 int gw_ouch_port(const struct gw *g);
+
+/* The gateway as a daemon (common/daemon.h): STATUS, STATS and the common
+ * operations on its control socket; --check-config checks the partitions. */
+extern const struct daemon_ops gw_daemon;
 
 #endif

@@ -9,9 +9,11 @@
 #include "gateway.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
+#include "macros.h"
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
+#include "rxpath.h"
 #include "soupbin.h"
 
 #define GW_IN_BUF 1024 /* client input: any valid inbound packet is < 64 bytes */
@@ -176,7 +178,6 @@ struct gw {
 	ev_timer tick;
 	ev_tstamp last_persist;
 	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd_acked, tape_next, exec_next[] */
-	struct ctl_server *ctl;
 	struct gw_stats st;
 	int stopping;
 };
@@ -234,15 +235,8 @@ int gw_exec_open_login(struct gw *g, struct gw_login *l);
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
 		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
-/* The index in s->retrans[] of the server whose address is `from`, or
- * s->n_retrans when it is none of them. */
-unsigned gw_stream_server(const struct gw_stream *s, const struct sockaddr_in *from);
 /* Arms g->rx_timer for the earliest request due. */
 void gw_stream_arm(struct gw *g);
-/* recvmmsg into g->rx keeping the socket's own SO_RXQ_OVFL count. */
-int gw_stream_recv(struct gw *g, int fd, uint64_t *rxq);
-/* Warns when a socket's receive buffer was capped. */
-void gw_rcvbuf_check(const char *what, const struct net_bufsize *b);
 /* Copies the receivers' counters into g->st (for STATS). */
 void gw_stream_stats(struct gw *g);
 

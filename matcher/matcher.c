@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <sched.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -24,13 +25,13 @@
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
+#include "rxpath.h"
 #include "snapshot.h"
 #include "tape.h"
 #include "wire.h"
 
 #define EXEC_SLOT MATCHER_EXEC_SLOT /* bytes per exec block in the ring (snapshot.h) */
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
-#define DRAIN_ROUNDS 16 /* recvmmsg calls per wakeup, so one stream cannot starve the rest */
 #define CKPT_WINDOW 64 /* checkpoints remembered (others' hashes, votes) */
 #define CKPT_PEERS 16 /* other replicas told apart by name; also the most [matcher] replicas */
 
@@ -129,16 +130,46 @@ struct matcher_stats {
 	uint64_t tape_packets, tape_malformed, tape_wrong_session, tape_duplicates, tape_gaps;
 	uint64_t tape_fenced, events_applied, events_other_partition, events_malformed;
 	uint64_t retrans_requests_sent, exec_blocks, exec_packets, exec_send_errors;
-	uint64_t snapshots_written, snapshots_failed, snapshots_skipped_busy, snapshots_rejected;
 	uint64_t exec_requests_served, exec_requests_too_old, exec_requests_bad;
 	uint64_t exec_blocks_resent, heartbeats_sent, rxq_dropped;
 	uint64_t tape_answers, tape_too_old, tape_unrecoverable, exec_requests_dropped;
 	uint64_t drops_injected, drops_injected_data;
+	uint64_t snapshots_written, snapshots_failed, snapshots_skipped_busy, snapshots_rejected;
 	uint64_t checkpoints_sent, checkpoint_send_errors, checkpoints_received;
 	uint64_t checkpoints_agreed, checkpoints_diverged, checkpoints_undecided;
 	uint64_t checkpoint_dissents, checkpoints_malformed, checkpoints_other_partition;
 	uint64_t checkpoints_out_of_window, checkpoints_ignored;
 	uint64_t exec_blocks_withheld, exec_requests_refused;
+};
+
+/* STATS: struct matcher_stats in its order, then the receiver's, the
+ * host's and the engine's values (matcher_stats()). */
+static const struct counter_def stat_defs[] = {
+	COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_wrong_session),
+	COUNTER(tape_duplicates), COUNTER(tape_gaps), COUNTER(tape_fenced),
+	COUNTER(events_applied), COUNTER(events_other_partition), COUNTER(events_malformed),
+	COUNTER(retrans_requests_sent), COUNTER(exec_blocks), COUNTER(exec_packets),
+	COUNTER(exec_send_errors), COUNTER(exec_requests_served), COUNTER(exec_requests_too_old),
+	COUNTER(exec_requests_bad), COUNTER(exec_blocks_resent), COUNTER(heartbeats_sent),
+	COUNTER(rxq_dropped), COUNTER(tape_answers), COUNTER(tape_too_old),
+	COUNTER(tape_unrecoverable), COUNTER(exec_requests_dropped), COUNTER(drops_injected),
+	COUNTER(drops_injected_data), COUNTER(snapshots_written), COUNTER(snapshots_failed),
+	COUNTER(snapshots_skipped_busy), COUNTER(snapshots_rejected), COUNTER(checkpoints_sent),
+	COUNTER(checkpoint_send_errors), COUNTER(checkpoints_received), COUNTER(checkpoints_agreed),
+	COUNTER(checkpoints_diverged), COUNTER(checkpoints_undecided), COUNTER(checkpoint_dissents),
+	COUNTER(checkpoints_malformed), COUNTER(checkpoints_other_partition),
+	COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
+	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused),
+};
+_Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
+		       sizeof(struct matcher_stats) / sizeof(uint64_t),
+	       "a name for every counter");
+
+static const struct counter_def extra_defs[] = {
+	COUNTER(tape_blocks_requested), COUNTER(tape_held), COUNTER(tape_overflow),
+	COUNTER(tape_missing), COUNTER(kernel_rcvbuf_errors), COUNTER(rcvbuf_bytes),
+	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
+	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,
@@ -232,7 +263,6 @@ struct matcher {
 	int fault_booked; /* ... and was Accepted */
 
 	ev_timer tick;
-	struct ctl_server *ctl;
 	struct matcher_stats st;
 };
 
@@ -793,7 +823,7 @@ static void ckpt_dissent(struct matcher *m, const struct ckpt_slot *s, unsigned 
  * blocks, heartbeats or end of session, no retransmissions (the ring holds
  * the wrong blocks too), no snapshots (a restart would load them). The
  * replica keeps following the tape, answers STATUS ("diverged") and exits
- * with MATCHER_EXIT_DIVERGED when stopped. */
+ * with DAEMON_EXIT_DIVERGED when stopped. */
 static void diverge(struct matcher *m, const struct ckpt_slot *s, uint64_t majority)
 {
 	char who[256];
@@ -817,7 +847,7 @@ static void diverge(struct matcher *m, const struct ckpt_slot *s, uint64_t major
 		"status %d when stopped. Restart it to rebuild its state from a snapshot at or "
 		"before %llu, or from the tape",
 		(unsigned long long)m->cfg->replicas, (unsigned long long)m->ck_last_agreed,
-		MATCHER_EXIT_DIVERGED, (unsigned long long)m->ck_last_agreed);
+		DAEMON_EXIT_DIVERGED, (unsigned long long)m->ck_last_agreed);
 	snapshot_quarantine(m);
 }
 
@@ -963,7 +993,7 @@ static void on_ckpt(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < DRAIN_ROUNDS; round++) {
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
 		int n = net_batch_recv(&m->ck_rx, m->ck_fd);
 
 		for (int i = 0; i < n; i++)
@@ -1067,13 +1097,7 @@ static const struct rx_ops tape_ops = { on_event, send_request, on_lost };
 /* Arms the timer for rx's next scheduled request. */
 static void rx_arm(struct matcher *m)
 {
-	uint64_t due = rx_due(m->tape_rx);
-
-	ev_timer_stop(m->loop, &m->rx_timer);
-	if (due == RX_NEVER)
-		return;
-	ev_timer_set(&m->rx_timer, due > m->now ? (double)(due - m->now) / 1e9 : 0., 0.);
-	ev_timer_start(m->loop, &m->rx_timer);
+	rxpath_arm(m->loop, &m->rx_timer, rx_due(m->tape_rx), m->now);
 }
 
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -1085,33 +1109,6 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	m->now = mono_ns();
 	rx_tick(m->tape_rx, m->now);
 	rx_arm(m);
-}
-
-/* recvmmsg, keeping the socket's own SO_RXQ_OVFL count (the batch is shared). */
-static int recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
-{
-	int n;
-
-	b->rxq_dropped = 0;
-	n = net_batch_recv(b, fd);
-	if (b->rxq_dropped > *rxq)
-		*rxq = b->rxq_dropped;
-	return n;
-}
-
-/* The index in tape_retrans[] of the server at `from`. With one server an
- * answer can only be its, whatever address it came from; among several, an
- * unknown sender gets n_retrans, which rx counts and otherwise ignores. */
-static unsigned retrans_server(const struct matcher *m, const struct sockaddr_in *from)
-{
-	unsigned k = 0;
-
-	if (m->n_retrans == 1)
-		return 0;
-	while (k < m->n_retrans && (m->tape_retrans[k].sin_addr.s_addr != from->sin_addr.s_addr ||
-				    m->tape_retrans[k].sin_port != from->sin_port))
-		k++;
-	return k;
 }
 
 /* A datagram of the tape (answer 0) or on the request socket (answer 1, from
@@ -1139,14 +1136,9 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 	if (answer) {
 		m->st.tape_answers++;
 		if (p.kind == MOLD_HEARTBEAT) {
-			char a[32];
-
-			net_format_addr(from, a, sizeof(a));
 			m->st.tape_too_old++;
-			log_ratelimited(&rl_lost, LOG_LVL_WARNING,
-					"tape retransmission server %s: nothing held below %llu", a,
-					(unsigned long long)p.seq);
-			rx_too_old(m->tape_rx, retrans_server(m, from), p.seq, m->now);
+			rxpath_too_old(m->tape_rx, rxpath_server(m->tape_retrans, m->n_retrans, from),
+				       "tape", from, p.seq, m->now);
 			return;
 		}
 		if (p.kind != MOLD_DATA)
@@ -1164,8 +1156,8 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < DRAIN_ROUNDS; round++) {
-		n = recv_counted(&m->rx, w->fd, answer ? &m->rxq_req : &m->rxq_tape);
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		n = net_batch_recv_counted(&m->rx, w->fd, answer ? &m->rxq_req : &m->rxq_tape);
 		if (n <= 0)
 			break;
 		m->now = mono_ns();
@@ -1207,11 +1199,8 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 		/* The too-old answer (common/rx.h): a heartbeat to the requester
 		 * whose seq is the oldest block held; then what is held. */
 		m->st.exec_requests_too_old++;
-		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
-				"exec retransmission of %llu asked, oldest held is %llu: told so",
-				(unsigned long long)r.seq, (unsigned long long)oldest);
-		m->req_tx.lens[k] = mold_build_heartbeat(net_batch_slot(&m->req_tx, k),
-							 &m->exec_session, oldest);
+		m->req_tx.lens[k] = rxpath_too_old_answer(net_batch_slot(&m->req_tx, k),
+							  &m->exec_session, "exec", r.seq, oldest);
 		m->req_tx.addrs[k++] = *from;
 		seq = oldest;
 	}
@@ -1238,7 +1227,7 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct matcher *m = w->data;
-	int n = recv_counted(&m->req_rx, m->retrans_fd, &m->rxq_retrans);
+	int n = net_batch_recv_counted(&m->req_rx, m->retrans_fd, &m->rxq_retrans);
 
 	(void)loop;
 	(void)revents;
@@ -1288,25 +1277,11 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 }
 
-#define COUNTER(name) { PROTOBUF_C_MESSAGE_INIT(&lockstep__counter__descriptor), #name, m->st.name }
-
-/* RELOAD and SIGHUP: of the matcher's keys only [node] log_level and
- * log_timestamps change at run time (daemon_reload_config applies them). */
-static int matcher_reload(void *ctx, char *msg, size_t msglen)
+static void matcher_status(void *self, Lockstep__ControlReply *r)
 {
-	static struct matcher_config fresh;
-
-	(void)ctx;
-	return daemon_reload_config(&fresh, &fresh.node, msg, msglen);
-}
-
-static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *r)
-{
-	struct matcher *m = ctx;
-	static char msg[400];
+	struct matcher *m = self;
 
 	r->name = (char *)m->cfg->node.name;
-	r->role = "matcher";
 	r->state = (char *)state_names[m->state];
 	r->term = m->term;
 	r->seq = applied(m);
@@ -1316,97 +1291,53 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req, Lockstep_
 	r->snapshot_seq = m->snap_last;
 	if (m->diverged)
 		r->message = m->div_msg;
-	switch (req->op) {
-	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
-		break;
-	case LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT:
-		if ((r->error = snapshot_take(m, applied(m))) < 0)
-			snprintf(msg, sizeof(msg), "snapshot not started: %s",
-				 m->diverged ? "this replica has diverged" : strerror(-r->error));
-		else
-			snprintf(msg, sizeof(msg), "snapshot of tape seq %llu being written to %s",
-				 (unsigned long long)applied(m), m->snap_dir);
-		r->message = msg;
-		break;
-	case LOCKSTEP__CONTROL_REQUEST__OP__STATS: {
-		static Lockstep__Counter c[64];
-		static Lockstep__Counter *cp[64];
-		struct engine_stats es;
-		struct rx_stats rs;
-		struct net_udp_stats us = { 0 };
-		size_t n = 0;
+}
 
-		engine_get_stats(m->engine, &es);
-		rx_get_stats(m->tape_rx, &rs);
-		net_udp_stats_read(&us); /* the host's (namespace's) UDP counters */
-		m->st.tape_duplicates = rs.duplicates;
-		m->st.tape_gaps = rs.gaps;
-		m->st.retrans_requests_sent = rs.requests;
-		m->st.rxq_dropped = m->rxq_tape + m->rxq_req + m->rxq_retrans;
-		m->st.drops_injected = m->drop_tape.dropped + m->drop_req.dropped +
-				       m->drop_retrans.dropped;
-		m->st.drops_injected_data = m->drop_tape.dropped_data + m->drop_req.dropped_data;
-		Lockstep__Counter all[] = {
-			COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_wrong_session),
-			COUNTER(tape_duplicates), COUNTER(tape_gaps), COUNTER(tape_fenced),
-			COUNTER(events_applied), COUNTER(events_other_partition),
-			COUNTER(events_malformed), COUNTER(retrans_requests_sent),
-			COUNTER(exec_blocks), COUNTER(exec_packets), COUNTER(exec_send_errors),
-			COUNTER(exec_requests_served), COUNTER(exec_requests_too_old),
-			COUNTER(exec_requests_bad), COUNTER(exec_blocks_resent),
-			COUNTER(heartbeats_sent), COUNTER(rxq_dropped), COUNTER(tape_answers),
-			COUNTER(tape_too_old), COUNTER(tape_unrecoverable),
-			COUNTER(exec_requests_dropped), COUNTER(drops_injected),
-			COUNTER(drops_injected_data), COUNTER(snapshots_written),
-			COUNTER(snapshots_failed), COUNTER(snapshots_skipped_busy),
-			COUNTER(snapshots_rejected), COUNTER(checkpoints_sent),
-			COUNTER(checkpoint_send_errors), COUNTER(checkpoints_received),
-			COUNTER(checkpoints_agreed), COUNTER(checkpoints_diverged),
-			COUNTER(checkpoints_undecided), COUNTER(checkpoint_dissents),
-			COUNTER(checkpoints_malformed), COUNTER(checkpoints_other_partition),
-			COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
-			COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused),
-		};
-		for (; n < sizeof(all) / sizeof(all[0]); n++) {
-			c[n] = all[n];
-			cp[n] = &c[n];
-		}
-		static const char *const xn[] = { "tape_blocks_requested", "tape_held",
-						  "tape_overflow", "tape_missing",
-						  "kernel_rcvbuf_errors", "rcvbuf_bytes",
-						  "checkpoint_last_agreed" };
-		uint64_t xv[] = { rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx),
-				  us.rcvbuf_errors, (uint64_t)m->rcvbuf_granted,
-				  m->ck_last_agreed };
-		for (size_t i = 0; i < sizeof(xn) / sizeof(xn[0]); i++, n++) {
-			lockstep__counter__init(&c[n]);
-			c[n].name = (char *)xn[i];
-			c[n].value = xv[i];
-			cp[n] = &c[n];
-		}
-		static const char *const en[] = { "orders_open", "accepted", "rejects", "canceled",
-						  "matches", "shares_matched", "ignored_duplicates" };
-		uint64_t ev[] = { es.orders_open, es.accepted, es.rejects, es.canceled,
-				  es.matches, es.shares_matched, es.ignored_duplicates };
-		for (size_t i = 0; i < 7 && n < 64; i++, n++) {
-			lockstep__counter__init(&c[n]);
-			c[n].name = (char *)en[i];
-			c[n].value = ev[i];
-			cp[n] = &c[n];
-		}
-		r->counters = cp;
-		r->n_counters = n;
-		break;
-	}
-	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
-	case LOCKSTEP__CONTROL_REQUEST__OP__RELOAD:
-		daemon_ctl_runtime(req, r, matcher_reload, m);
-		break;
-	default:
-		snprintf(msg, sizeof(msg), "not supported by the matcher yet");
-		r->error = -EOPNOTSUPP;
-		r->message = msg;
-	}
+static void matcher_stats(void *self, struct counters *out)
+{
+	struct matcher *m = self;
+	struct engine_stats es;
+	struct rx_stats rs;
+	struct net_udp_stats us = { 0 };
+
+	engine_get_stats(m->engine, &es);
+	rx_get_stats(m->tape_rx, &rs);
+	net_udp_stats_read(&us); /* the host's (namespace's) UDP counters */
+	m->st.tape_duplicates = rs.duplicates;
+	m->st.tape_gaps = rs.gaps;
+	m->st.retrans_requests_sent = rs.requests;
+	m->st.rxq_dropped = m->rxq_tape + m->rxq_req + m->rxq_retrans;
+	m->st.drops_injected = m->drop_tape.dropped + m->drop_req.dropped + m->drop_retrans.dropped;
+	m->st.drops_injected_data = m->drop_tape.dropped_data + m->drop_req.dropped_data;
+	counters_add_table(out, stat_defs, (const uint64_t *)&m->st,
+			   sizeof(stat_defs) / sizeof(stat_defs[0]));
+	const uint64_t extra[] = {
+		rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx), us.rcvbuf_errors,
+		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
+		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
+	};
+	_Static_assert(sizeof(extra) / sizeof(extra[0]) ==
+			       sizeof(extra_defs) / sizeof(extra_defs[0]), "a name for every value");
+	counters_add_table(out, extra_defs, extra, sizeof(extra) / sizeof(extra[0]));
+}
+
+/* SNAPSHOT: one now, of the state as applied. */
+static int matcher_control(void *self, const Lockstep__ControlRequest *req,
+			   Lockstep__ControlReply *r)
+{
+	static char msg[400];
+	struct matcher *m = self;
+
+	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT)
+		return 0;
+	if ((r->error = snapshot_take(m, applied(m))) < 0)
+		snprintf(msg, sizeof(msg), "snapshot not started: %s",
+			 m->diverged ? "this replica has diverged" : strerror(-r->error));
+	else
+		snprintf(msg, sizeof(msg), "snapshot of tape seq %llu being written to %s",
+			 (unsigned long long)applied(m), m->snap_dir);
+	r->message = msg;
+	return 1;
 }
 
 /* --- set-up ---------------------------------------------------------------- */
@@ -1491,9 +1422,7 @@ static int open_sockets(struct matcher *m)
 		log_err("tape %s on %s: %s", c->tape_group, c->tape_iface, strerror(-m->tape_fd));
 		return m->tape_fd;
 	}
-	if (rcv.capped)
-		log_warn("tape receive buffer capped at %d bytes (asked %d): raise net.core.rmem_max",
-			 rcv.granted, rcv.requested);
+	rxpath_bufsize_check("tape", &rcv);
 	m->rcvbuf_granted = rcv.granted;
 	struct sockaddr_in any = { .sin_family = AF_INET };
 	/* Requests leave from here and answers come back here, never to the
@@ -1503,9 +1432,7 @@ static int open_sockets(struct matcher *m)
 		log_err("tape request socket: %s", strerror(-m->req_fd));
 		return m->req_fd;
 	}
-	if (rrcv.capped)
-		log_warn("tape request socket: receive buffer capped at %d bytes (asked %d): raise "
-			 "net.core.rmem_max", rrcv.granted, rrcv.requested);
+	rxpath_bufsize_check("tape request socket", &rrcv);
 	m->exec_fd = net_udp_open(&any, &so, NULL, NULL);
 	if (m->exec_fd < 0)
 		return m->exec_fd;
@@ -1559,14 +1486,10 @@ static int open_tape_rx(struct matcher *m)
 	m->n_retrans = (unsigned)err;
 	rc.n_servers = m->n_retrans;
 
-	rx_rng_seed(&m->rng, rx_seed_of(c->node.name, c->drop_seed));
 	/* each node (and socket) its own pattern: replicas lose independently */
-	rx_drop_init(&m->drop_tape, c->drop_rate, rx_seed_of(c->node.name, c->drop_seed));
-	rx_drop_init(&m->drop_req, c->drop_rate, rx_seed_of(c->node.name, c->drop_seed) + 1);
-	rx_drop_init(&m->drop_retrans, c->drop_rate, rx_seed_of(c->node.name, c->drop_seed) + 2);
-	if (c->drop_rate > 0)
-		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %llu)",
-			 c->drop_rate, (unsigned long long)c->drop_seed);
+	rxpath_loss_init(&m->rng,
+			 (struct rx_drop *const[]){ &m->drop_tape, &m->drop_req, &m->drop_retrans },
+			 3, c->drop_rate, c->node.name, c->drop_seed, 0);
 	err = rx_create(&m->tape_rx, &rc, &tape_ops, m);
 	if (err < 0) {
 		log_err("tape receiver: %s", strerror(-err));
@@ -1576,7 +1499,7 @@ static int open_tape_rx(struct matcher *m)
 	return 0;
 }
 
-int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matcher_config *cfg)
+int matcher_open(struct matcher **out, struct ev_loop *loop, const struct matcher_config *cfg)
 {
 	struct matcher *m = calloc(1, sizeof(*m));
 	struct engine_config ec = { 0 };
@@ -1623,10 +1546,6 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 		goto out_free;
 	if ((err = open_sockets(m)) < 0)
 		goto out_free;
-	if ((err = ctl_server_open(&m->ctl, loop, cfg->node.control, on_control, m)) < 0) {
-		log_err("control socket %s: %s", cfg->node.control, strerror(-err));
-		goto out_free;
-	}
 	ev_io_init(&m->tape_io, on_tape, m->tape_fd, EV_READ);
 	m->tape_io.data = m;
 	ev_io_start(loop, &m->tape_io);
@@ -1658,7 +1577,7 @@ int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matc
 	return 0;
 
 out_free:
-	matcher_destroy(m);
+	matcher_close(m);
 	return err;
 }
 
@@ -1671,7 +1590,7 @@ void matcher_stop(struct matcher *m)
 	if (m->diverged) {
 		log_err("tape seq %llu applied, hash %016llx; %s: exiting with status %d",
 			(unsigned long long)applied(m), (unsigned long long)engine_hash(m->engine),
-			m->div_msg, MATCHER_EXIT_DIVERGED);
+			m->div_msg, DAEMON_EXIT_DIVERGED);
 		return;
 	}
 	mold_build_end_of_session(eos, &m->exec_session, m->exec_next);
@@ -1687,11 +1606,10 @@ int matcher_diverged(const struct matcher *m)
 	return m && m->diverged;
 }
 
-void matcher_destroy(struct matcher *m)
+void matcher_close(struct matcher *m)
 {
 	if (!m)
 		return;
-	ctl_server_close(m->ctl);
 	snapshot_reap(m);
 	if (m->loop) {
 		ev_io_stop(m->loop, &m->tape_io);
@@ -1723,3 +1641,48 @@ void matcher_destroy(struct matcher *m)
 	free(m->symbol_store);
 	free(m);
 }
+
+static int matcher_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
+{
+	int err = matcher_open((struct matcher **)self, loop, cfg);
+
+	if (err < 0)
+		log_err("cannot start: %s", strerror(-err));
+	return err;
+}
+
+static void matcher_daemon_stop(void *self)
+{
+	matcher_stop(self);
+}
+
+static void matcher_daemon_close(void *self)
+{
+	matcher_close(self);
+}
+
+static int matcher_exit_status(const void *self)
+{
+	return matcher_diverged(self) ? DAEMON_EXIT_DIVERGED : DAEMON_EXIT_OK;
+}
+
+const struct daemon_ops matcher_daemon = {
+	.prog = "lockstep-matcher",
+	.role = "matcher",
+	.about = "Applies the committed tape to the order books of one partition, in order, and\n"
+		 "publishes the executions as a MoldUDP64 stream; replicas of a partition\n"
+		 "publish identical streams and compare their state hashes at checkpoints.\n"
+		 "Exit status: 0 after a clean stop, 1 on a start-up or run-time failure, 2 on\n"
+		 "a usage or configuration error, 3 when the replica was outvoted at a\n"
+		 "checkpoint (diverged).",
+	.spec = &matcher_config_spec,
+	.cfg_size = sizeof(struct matcher_config),
+	.node_offset = offsetof(struct matcher_config, node),
+	.open = matcher_daemon_open,
+	.stop = matcher_daemon_stop,
+	.close = matcher_daemon_close,
+	.exit_status = matcher_exit_status,
+	.status = matcher_status,
+	.stats = matcher_stats,
+	.control = matcher_control,
+};

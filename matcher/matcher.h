@@ -99,14 +99,21 @@ extern const struct config_spec matcher_config_spec;
 
 struct matcher;
 
-int matcher_create(struct matcher **out, struct ev_loop *loop, const struct matcher_config *cfg);
-void matcher_destroy(struct matcher *m);
+/* Loads the newest usable snapshot, binds the sockets and starts the
+ * watchers on `loop`. cfg must outlive the matcher. Returns 0 or a negative
+ * errno (logged). */
+int matcher_open(struct matcher **out, struct ev_loop *loop, const struct matcher_config *cfg);
+/* Frees everything matcher_open made; accepts NULL. */
+void matcher_close(struct matcher *m);
 /* Flushes and says goodbye on the exec stream (end of session); a
  * diverged replica says nothing. */
 void matcher_stop(struct matcher *m);
 /* 1 once a checkpoint found this replica outvoted (state "diverged"): the
- * process then exits with MATCHER_EXIT_DIVERGED. */
+ * process then exits with DAEMON_EXIT_DIVERGED. */
 int matcher_diverged(const struct matcher *m);
-#define MATCHER_EXIT_DIVERGED 3
+
+/* The matcher as a daemon (common/daemon.h): STATUS, STATS, SNAPSHOT and
+ * the common operations on its control socket. */
+extern const struct daemon_ops matcher_daemon;
 
 #endif

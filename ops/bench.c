@@ -2089,7 +2089,7 @@ static void seq_on_stop(struct ev_loop *loop, ev_async *w, int revents)
 	struct seq_thread *st = w->data;
 
 	(void)revents;
-	seq_shutdown(st->seq);
+	seq_stop(st->seq);
 	ev_break(loop, EVBREAK_ALL);
 }
 

@@ -113,22 +113,6 @@ static void prom_label(const char *s)
 	}
 }
 
-/* The daemons' STATS values that are levels, not counts: Prometheus gauges.
- * Every other value only grows while the daemon runs: a counter (_total). */
-static int is_gauge(const char *name)
-{
-	static const char *const gauges[] = {
-		"journal_bytes", "gateways", "sessions", "cmd_next", "exec_next", "orders_open",
-		"commit", "tokens", "commit_us_p50", "commit_us_p99", "commit_us_max",
-		"checkpoint_last_agreed",
-	};
-
-	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
-		if (strcmp(name, gauges[i]) == 0)
-			return 1;
-	return strncmp(name, "exec_next_", 10) == 0; /* the gateway's, per partition */
-}
-
 /* Metric names are [a-zA-Z_:][a-zA-Z0-9_:]*: anything else becomes '_'. */
 static void prom_name(const char *prefix, const char *name, const char *suffix)
 {
@@ -190,7 +174,7 @@ static void print_prometheus(const Lockstep__ControlReply *r)
 	prom_family(r, "commit", "", "gauge", "The commit position the node knows.", r->commit);
 	for (size_t i = 0; i < r->n_counters; i++) {
 		const Lockstep__Counter *c = r->counters[i];
-		int gauge = is_gauge(c->name);
+		int gauge = c->gauge;
 
 		snprintf(help, sizeof(help), "%s %s of a lockstep %s.", gauge ? "Gauge" : "Counter",
 			 c->name, r->role);

@@ -18,19 +18,20 @@
 #include "addrlist.h"
 #include "clock.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "hist.h"
 #include "journal.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
+#include "macros.h"
 #include "moldudp64.h"
 #include "net.h"
 #include "raft.h"
 #include "rx.h"
+#include "rxpath.h"
 #include "sequencer.h"
 #include "tape.h"
 #include "wire.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 #define SEQ_GW_SLOTS 512 /* open addressing, load <= 1/2 at SEQ_MAX_GATEWAYS */
 #define SEQ_RETRANS_SLOTS 16 /* requests taken per wakeup of the retrans socket */
@@ -103,19 +104,25 @@ const struct config_key seq_config_keys[] = {
 };
 #undef K
 
-const char *const seq_counter_names[SEQ_N_COUNTERS] = {
-	"packets_received", "commands_received", "commands_sequenced", "duplicates", "gaps",
-	"gap_requests_sent", "malformed_packets", "oversize_commands", "gateways_full",
-	"heartbeats_received", "tape_packets_sent", "tape_heartbeats_sent", "tape_send_errors",
-	"retrans_requests", "retrans_bad_requests", "retrans_blocks_sent", "retrans_packets_sent",
-	"journal_bytes", "gateways", "rxq_dropped", "commands_held", "commands_overflow",
-	"gap_blocks_requested", "gateway_answers", "gateway_too_old", "commands_lost",
-	"retrans_too_old", "drops_injected", "kernel_rcvbuf_errors", "commands_ignored",
-	"raft_received", "raft_malformed", "raft_sent", "raft_send_errors", "elections", "prevotes",
-	"votes_granted", "appends_received", "entries_replicated", "raft_requests_sent",
-	"raft_requests_served", "truncations", "stale_ignored", "stepdowns", "commit",
-	"commit_us_p50", "commit_us_p99", "commit_us_max", "handovers", "handovers_abandoned",
-	"timeout_now", "commands_handover",
+const struct config_spec seq_config_spec = { .keys = seq_config_keys };
+
+const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
+	COUNTER(packets_received), COUNTER(commands_received), COUNTER(commands_sequenced),
+	COUNTER(duplicates), COUNTER(gaps), COUNTER(gap_requests_sent),
+	COUNTER(malformed_packets), COUNTER(oversize_commands), COUNTER(gateways_full),
+	COUNTER(heartbeats_received), COUNTER(tape_packets_sent), COUNTER(tape_heartbeats_sent),
+	COUNTER(tape_send_errors), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
+	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), GAUGE(journal_bytes),
+	GAUGE(gateways), COUNTER(rxq_dropped), COUNTER(commands_held), COUNTER(commands_overflow),
+	COUNTER(gap_blocks_requested), COUNTER(gateway_answers), COUNTER(gateway_too_old),
+	COUNTER(commands_lost), COUNTER(retrans_too_old), COUNTER(drops_injected),
+	COUNTER(kernel_rcvbuf_errors), COUNTER(commands_ignored), COUNTER(raft_received),
+	COUNTER(raft_malformed), COUNTER(raft_sent), COUNTER(raft_send_errors),
+	COUNTER(elections), COUNTER(prevotes), COUNTER(votes_granted), COUNTER(appends_received),
+	COUNTER(entries_replicated), COUNTER(raft_requests_sent), COUNTER(raft_requests_served),
+	COUNTER(truncations), COUNTER(stale_ignored), COUNTER(stepdowns), GAUGE(commit),
+	GAUGE(commit_us_p50), GAUGE(commit_us_p99), GAUGE(commit_us_max), COUNTER(handovers),
+	COUNTER(handovers_abandoned), COUNTER(timeout_now), COUNTER(commands_handover),
 };
 
 /* One gateway's command stream, keyed by its MoldUDP64 session. */
@@ -217,7 +224,6 @@ struct sequencer {
 	int gw_dirty; /* the journal was cut: the gateways' next numbers need a rescan */
 	int primary_id; /* the primary we know, or RAFT_NOBODY */
 
-	struct ctl_server *ctl;
 	struct seq_stats st;
 	struct log_ratelimit rl_malformed, rl_gap, rl_oversize, rl_retrans, rl_tape;
 };
@@ -805,19 +811,11 @@ static int gw_rx_open(struct sequencer *s, struct seq_gw *g)
 /* Arms rx_timer for the earliest request due on any gateway's stream. */
 static void gw_rx_arm(struct sequencer *s)
 {
-	uint64_t due = RX_NEVER, now = mono_ns();
+	uint64_t due = RX_NEVER;
 
-	for (unsigned i = 0; i < s->n_gw; i++) {
-		uint64_t d = rx_due(s->gw_list[i]->rx);
-
-		if (d < due)
-			due = d;
-	}
-	ev_timer_stop(s->loop, &s->rx_timer);
-	if (due == RX_NEVER || s->state != SEQ_PRIMARY)
-		return;
-	ev_timer_set(&s->rx_timer, due > now ? (double)(due - now) / 1e9 : 0., 0.);
-	ev_timer_start(s->loop, &s->rx_timer);
+	for (unsigned i = 0; i < s->n_gw; i++)
+		due = rxpath_due_min(due, s->gw_list[i]->rx);
+	rxpath_arm(s->loop, &s->rx_timer, s->state == SEQ_PRIMARY ? due : RX_NEVER, mono_ns());
 }
 
 /* One datagram from a gateway; answer: it came to the request socket. */
@@ -858,11 +856,11 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 	if (answer) {
 		s->st.gateway_answers++;
 		if (pkt.kind == MOLD_HEARTBEAT) {
+			char what[MOLD_SESSION_LEN + 16];
+
 			s->st.gateway_too_old++;
-			log_ratelimited(&s->rl_gap, LOG_LVL_WARNING,
-					"gateway %s: its journal holds nothing below %llu", g->name,
-					(unsigned long long)pkt.seq);
-			rx_too_old(g->rx, 0, pkt.seq, s->now_ns);
+			snprintf(what, sizeof(what), "gateway %s", g->name);
+			rxpath_too_old(g->rx, 0, what, from, pkt.seq, s->now_ns);
 			return s->fatal;
 		}
 	} else {
@@ -889,18 +887,6 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 	return s->fatal;
 }
 
-/* recvmmsg, keeping the socket's own SO_RXQ_OVFL count (the batch is shared). */
-static int recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
-{
-	int n;
-
-	b->rxq_dropped = 0;
-	n = net_batch_recv(b, fd);
-	if (b->rxq_dropped > *rxq)
-		*rxq = b->rxq_dropped;
-	return n;
-}
-
 /* Datagrams from the gateways: their streams on cmd_fd, answers to our
  * requests on req_fd. */
 static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
@@ -912,7 +898,7 @@ static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (uint64_t round = 0; round < s->cfg.drain; round++) {
-		int n = recv_counted(&s->in, w->fd, answer ? &s->rxq_req : &s->rxq_cmd);
+		int n = net_batch_recv_counted(&s->in, w->fd, answer ? &s->rxq_req : &s->rxq_cmd);
 
 		r = 0;
 		if (n <= 0) {
@@ -1025,14 +1011,10 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 		/* The too-old answer (common/rx.h): a heartbeat to the requester
 		 * whose seq is the oldest event journalled; then what is held. */
 		uint8_t hb[MOLD_HEADER_LEN];
+		size_t n = rxpath_too_old_answer(hb, &s->tape_session, "tape", req.seq, first);
 
 		s->st.retrans_too_old++;
-		log_ratelimited(&s->rl_retrans, LOG_LVL_WARNING,
-				"retrans request for %llu: the journal starts at %llu: told so",
-				(unsigned long long)req.seq, (unsigned long long)first);
-		mold_build_heartbeat(hb, &s->tape_session, first);
-		(void)sendto(s->retrans_fd, hb, sizeof(hb), 0, (const struct sockaddr *)from,
-			     sizeof(*from));
+		(void)sendto(s->retrans_fd, hb, n, 0, (const struct sockaddr *)from, sizeof(*from));
 	}
 	lo = req.seq < first ? first : req.seq;
 	hi = req.seq + req.count - 1;
@@ -1057,7 +1039,7 @@ static void on_retrans_readable(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	n = recv_counted(&s->rin, s->retrans_fd, &s->rxq_retrans);
+	n = net_batch_recv_counted(&s->rin, s->retrans_fd, &s->rxq_retrans);
 	for (int i = 0; i < n; i++) {
 		const uint8_t *buf = net_batch_slot(&s->rin, (unsigned)i);
 
@@ -1396,7 +1378,7 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (uint64_t round = 0; round < s->cfg.drain && r == 0; round++) {
-		int n = recv_counted(&s->raft_in, s->raft_fd, &s->rxq_raft);
+		int n = net_batch_recv_counted(&s->raft_in, s->raft_fd, &s->rxq_raft);
 
 		if (n <= 0)
 			break;
@@ -1432,21 +1414,6 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /* ---- control ------------------------------------------------------------ */
-
-/* RELOAD and SIGHUP: of the sequencer's keys only [node] log_level and
- * log_timestamps change at run time. */
-static int seq_reload(void *ctx, char *msg, size_t msglen)
-{
-	static struct seq_config fresh;
-	struct sequencer *s = ctx;
-	int r = daemon_reload_config(&fresh, &fresh.node, msg, msglen);
-
-	if (r == 0) {
-		s->cfg.node.log_level = fresh.node.log_level;
-		s->cfg.node.log_timestamps = fresh.node.log_timestamps;
-	}
-	return r;
-}
 
 /* STEP_DOWN: arg "" (the standby furthest along), a node_id, or a peers
  * address. Answers at once; the hand-over takes a round trip or two, and
@@ -1518,53 +1485,38 @@ static void ctl_step_down(struct sequencer *s, const char *arg, Lockstep__Contro
 	raft_done(s, 0);
 }
 
-static void on_ctl(void *ctx, const Lockstep__ControlRequest *req, Lockstep__ControlReply *reply)
+static void seq_status(void *self, Lockstep__ControlReply *reply)
 {
-	static Lockstep__Counter counters[SEQ_N_COUNTERS];
-	static Lockstep__Counter *ptrs[SEQ_N_COUNTERS];
-	struct sequencer *s = ctx;
-	struct seq_stats st;
-	const uint64_t *v = (const uint64_t *)&st;
+	static char msg[64];
+	struct sequencer *s = self;
 
 	reply->name = s->cfg.node.name;
-	reply->role = (char *)"sequencer";
 	reply->state = (char *)seq_state_names[s->state];
 	reply->term = s->term;
 	reply->seq = journal_last_seq(s->journal);
 	reply->commit = s->commit;
-	switch (req->op) {
-	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
-		if (s->raft && raft_transfer_target(s->raft) != RAFT_NOBODY) {
-			static char msg[64];
-
-			snprintf(msg, sizeof(msg), "handing over to node %d",
-				 raft_transfer_target(s->raft));
-			reply->message = msg;
-		}
-		break;
-	case LOCKSTEP__CONTROL_REQUEST__OP__STATS:
-		seq_get_stats(s, &st);
-		for (size_t i = 0; i < SEQ_N_COUNTERS; i++) {
-			lockstep__counter__init(&counters[i]);
-			counters[i].name = (char *)seq_counter_names[i];
-			counters[i].value = v[i];
-			ptrs[i] = &counters[i];
-		}
-		reply->n_counters = SEQ_N_COUNTERS;
-		reply->counters = ptrs;
-		break;
-	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
-	case LOCKSTEP__CONTROL_REQUEST__OP__RELOAD:
-		daemon_ctl_runtime(req, reply, seq_reload, s);
-		break;
-	case LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN:
-		ctl_step_down(s, req->arg, reply);
-		break;
-	default:
-		reply->error = -EOPNOTSUPP;
-		reply->message = (char *)"operation not supported by the sequencer";
-		break;
+	if (s->raft && raft_transfer_target(s->raft) != RAFT_NOBODY) {
+		snprintf(msg, sizeof(msg), "handing over to node %d",
+			 raft_transfer_target(s->raft));
+		reply->message = msg;
 	}
+}
+
+static void seq_stats(void *self, struct counters *out)
+{
+	struct seq_stats st;
+
+	seq_get_stats(self, &st);
+	counters_add_table(out, seq_counters, (const uint64_t *)&st, SEQ_N_COUNTERS);
+}
+
+static int seq_control(void *self, const Lockstep__ControlRequest *req,
+		       Lockstep__ControlReply *reply)
+{
+	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN)
+		return 0;
+	ctl_step_down(self, req->arg, reply);
+	return 1;
 }
 
 /* ---- start and stop ----------------------------------------------------- */
@@ -1668,13 +1620,6 @@ static int open_journal(struct sequencer *s)
 	return 0;
 }
 
-static void log_bufsize(const char *what, const struct net_bufsize *b)
-{
-	if (b->capped)
-		log_warn("%s: asked for %d bytes, got %d: raise net.core.[rw]mem_max", what,
-			 b->requested, b->granted);
-}
-
 static int open_udp(const char *what, const char *addr, const struct net_udp_options *o, int *fd)
 {
 	struct sockaddr_in a;
@@ -1690,7 +1635,7 @@ static int open_udp(const char *what, const char *addr, const struct net_udp_opt
 		log_err("%s %s: %s", what, addr, strerror(-r));
 		return r;
 	}
-	log_bufsize(what, o->rcvbuf ? &rcv : &snd);
+	rxpath_bufsize_check(what, o->rcvbuf ? &rcv : &snd);
 	*fd = r;
 	return 0;
 }
@@ -1883,11 +1828,6 @@ static int seq_open_steps(struct sequencer *s)
 		return r;
 	if ((r = open_journal(s)) < 0 || (r = open_sockets(s)) < 0 || (r = open_batches(s)) < 0)
 		return r;
-	r = ctl_server_open(&s->ctl, s->loop, s->cfg.node.control, on_ctl, s);
-	if (r < 0) {
-		log_err("control socket %s: %s", s->cfg.node.control, strerror(-r));
-		return r;
-	}
 	s->now_ns = mono_ns();
 	s->now_wall = wall_ns();
 	s->state = SEQ_WAITING;
@@ -1917,15 +1857,10 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 	s->loop = loop;
 	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = s->raft_fd = -1;
 	s->primary_id = RAFT_NOBODY;
-	rx_rng_seed(&s->rng, rx_seed_of(cfg->node.name, cfg->drop_seed));
-	rx_drop_init(&s->drop_cmd, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed));
-	rx_drop_init(&s->drop_req, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed) + 1);
-	rx_drop_init(&s->drop_retrans, cfg->drop_rate,
-		     rx_seed_of(cfg->node.name, cfg->drop_seed) + 2);
-	rx_drop_init(&s->drop_raft, cfg->drop_rate, rx_seed_of(cfg->node.name, cfg->drop_seed) + 3);
-	if (cfg->drop_rate > 0)
-		log_warn("loss generator on: %.4f of received datagrams thrown away (seed %llu)",
-			 cfg->drop_rate, (unsigned long long)cfg->drop_seed);
+	rxpath_loss_init(&s->rng,
+			 (struct rx_drop *const[]){ &s->drop_cmd, &s->drop_req, &s->drop_retrans,
+						    &s->drop_raft },
+			 4, cfg->drop_rate, cfg->node.name, cfg->drop_seed, 0);
 	s->rl_malformed = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
 	s->rl_gap = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
 	s->rl_oversize = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
@@ -1940,7 +1875,7 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 	return 0;
 }
 
-void seq_shutdown(struct sequencer *s)
+void seq_stop(struct sequencer *s)
 {
 	int r;
 
@@ -1962,8 +1897,6 @@ void seq_shutdown(struct sequencer *s)
 	ev_io_stop(s->loop, &s->retrans_io);
 	ev_timer_stop(s->loop, &s->heartbeat);
 	ev_timer_stop(s->loop, &s->rx_timer);
-	ctl_server_close(s->ctl);
-	s->ctl = NULL;
 	s->state = SEQ_STOPPED;
 	log_notice("stopped: term %llu, last seq %llu, commit %llu", (unsigned long long)s->term,
 		   (unsigned long long)journal_last_seq(s->journal), (unsigned long long)s->commit);
@@ -1982,7 +1915,6 @@ void seq_close(struct sequencer *s)
 		ev_io_stop(s->loop, &s->raft_io);
 		ev_timer_stop(s->loop, &s->raft_timer);
 	}
-	ctl_server_close(s->ctl);
 	raft_close(s->raft);
 	free(s->entries);
 	free(s->pend_first);
@@ -2085,3 +2017,40 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 	if (net_udp_stats_read(&us) == 0)
 		out->kernel_rcvbuf_errors = us.rcvbuf_errors;
 }
+
+static int seq_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
+{
+	return seq_open((struct sequencer **)self, loop, cfg);
+}
+
+static void seq_daemon_stop(void *self)
+{
+	seq_stop(self);
+}
+
+static void seq_daemon_close(void *self)
+{
+	seq_close(self);
+}
+
+static int seq_exit_status(const void *self)
+{
+	return seq_failed(self) ? DAEMON_EXIT_FAILURE : DAEMON_EXIT_OK;
+}
+
+const struct daemon_ops seq_daemon = {
+	.prog = "lockstep-sequencer",
+	.role = "sequencer",
+	.about = "Merges the gateways' MoldUDP64 command streams into one total order, journals\n"
+		 "every event and multicasts it as the tape; serves tape retransmissions.",
+	.spec = &seq_config_spec,
+	.cfg_size = sizeof(struct seq_config),
+	.node_offset = offsetof(struct seq_config, node),
+	.open = seq_daemon_open,
+	.stop = seq_daemon_stop,
+	.close = seq_daemon_close,
+	.exit_status = seq_exit_status,
+	.status = seq_status,
+	.stats = seq_stats,
+	.control = seq_control,
+};

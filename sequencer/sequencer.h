@@ -69,6 +69,7 @@ struct seq_config {
 };
 
 extern const struct config_key seq_config_keys[];
+extern const struct config_spec seq_config_spec;
 
 /* Every counter, in the order STATS reports them (seq_counter_names). */
 struct seq_stats {
@@ -128,7 +129,7 @@ struct seq_stats {
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))
-extern const char *const seq_counter_names[SEQ_N_COUNTERS];
+extern const struct counter_def seq_counters[SEQ_N_COUNTERS];
 
 /* Parses `peers` ("host:port,host:port,...", blanks around commas allowed)
  * into out[0..max-1]. Returns the number of members (0 for an empty list) or
@@ -165,19 +166,23 @@ int seq_raft_decode_entries(const uint8_t *buf, size_t len, const struct mold_se
 struct sequencer;
 
 /* Opens the journal (logging what was cut), rebuilds the gateways' expected
- * sequence numbers from it, binds the sockets, opens the control socket,
- * journals and multicasts the TermStart of a new term and starts the
+ * sequence numbers from it, binds the sockets, journals and multicasts the TermStart of a new term and starts the
  * watchers on `loop`. cfg is copied. Returns 0 or a negative errno (logged). */
 int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_config *cfg);
 /* Clean stop: sends what is built, flushes the journal, multicasts the end of
  * session and stops the watchers (the loop then has nothing left to run).
  * Idempotent. */
-void seq_shutdown(struct sequencer *s);
+void seq_stop(struct sequencer *s);
 /* Closes everything seq_open opened; accepts NULL. */
 void seq_close(struct sequencer *s);
 
 /* 1 after a fatal error (journal write failed): the daemon must exit 1. */
 int seq_failed(const struct sequencer *s);
+
+/* The sequencer as a daemon (common/daemon.h): seq_open, seq_stop and
+ * seq_close, its control socket (STATUS, STATS, STEP_DOWN and the common
+ * operations). */
+extern const struct daemon_ops seq_daemon;
 uint64_t seq_term(const struct sequencer *s);
 uint64_t seq_last_seq(const struct sequencer *s); /* last sequenced, 0: none */
 /* Bound ports (useful after configuring port 0). */

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <errno.h>
 #include <ev.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 
 #include "clock.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
 #include "moldudp64.h"
@@ -36,6 +38,7 @@
 struct harness {
 	char dir[128];
 	struct seq_config cfg;
+	struct daemon_node *node; /* the sequencer and its control socket */
 	struct sequencer *s;
 	struct ev_loop *loop;
 	ev_async stop;
@@ -61,8 +64,8 @@ static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
 {
 	(void)w;
 	(void)revents;
-	seq_shutdown(H.s);
-	ev_break(loop, EVBREAK_ALL);
+	(void)loop;
+	daemon_node_stop(H.node);
 }
 
 static void *run_loop(void *arg)
@@ -78,8 +81,9 @@ static void seq_start(void)
 
 	H.loop = ev_loop_new(EVFLAG_AUTO);
 	ck_assert_ptr_nonnull(H.loop);
-	r = seq_open(&H.s, H.loop, &H.cfg);
+	r = daemon_node_open(&H.node, &seq_daemon, H.loop, &H.cfg);
 	ck_assert_int_eq(r, 0);
+	H.s = daemon_node_self(H.node);
 	ev_async_init(&H.stop, on_stop);
 	ev_async_start(H.loop, &H.stop);
 	H.listen.sin_family = AF_INET;
@@ -92,7 +96,7 @@ static void seq_start(void)
 }
 
 /* Stops the sequencer cleanly (as SIGTERM does) and returns its counters. */
-static void seq_stop(struct seq_stats *st)
+static void harness_stop(struct seq_stats *st)
 {
 	if (!H.running)
 		return;
@@ -101,9 +105,10 @@ static void seq_stop(struct seq_stats *st)
 	H.running = 0;
 	if (st)
 		seq_get_stats(H.s, st);
-	seq_close(H.s);
+	daemon_node_close(H.node);
 	ev_loop_destroy(H.loop);
 	H.s = NULL;
+	H.node = NULL;
 }
 
 static void fill_config(struct seq_config *c, const char *dir, const char *group)
@@ -165,7 +170,7 @@ static void teardown(void)
 {
 	char cmd[200];
 
-	seq_stop(NULL);
+	harness_stop(NULL);
 	close(H.gw_fd);
 	close(H.tape_fd);
 	for (unsigned i = 0; i < MAX_SEQ; i++)
@@ -382,7 +387,7 @@ START_TEST(term_start_then_commands_in_order)
 		seq = expect_command(1, "gw1", n);
 	ck_assert_uint_eq(seq, 19);
 	expect_quiet();
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.commands_sequenced, 18);
 	ck_assert_uint_eq(st.commands_received, 18);
 	ck_assert_uint_eq(st.gateways, 2);
@@ -404,7 +409,7 @@ START_TEST(duplicates_are_dropped)
 	for (uint64_t n = 1; n <= 7; n++)
 		ck_assert_uint_eq(expect_command(1, "gw1", n), 1 + n);
 	expect_quiet();
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.duplicates, 7);
 	ck_assert_uint_eq(st.commands_sequenced, 7);
 }
@@ -427,7 +432,7 @@ START_TEST(gap_is_requested_and_filled)
 	send_cmds("gw1", 4, 5); /* the gateway answers from 4 */
 	for (uint64_t n = 4; n <= 8; n++)
 		ck_assert_uint_eq(expect_command(1, "gw1", n), 1 + n);
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.gaps, 1);
 	/* asked again, with back-off, while the gateway did not answer */
 	ck_assert_uint_ge(st.gap_requests_sent, 1);
@@ -471,7 +476,7 @@ START_TEST(gaps_held_and_too_old_answer)
 	for (uint64_t c = 5; c <= 10; c++)
 		expect_command(1, "gw1", c);
 	expect_quiet();
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.gaps, 2);
 	ck_assert_uint_eq(st.gateway_too_old, 1);
 	ck_assert_uint_eq(st.commands_lost, 2);
@@ -595,7 +600,7 @@ START_TEST(retransmission_is_byte_identical)
 	send_request(fd, "TAPE", 1000, 5);
 	send_request(fd, "OTHER", 1, 5);
 	ck_assert_int_eq(wait_readable(fd, QUIET_MS), 0);
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.retrans_requests, 4);
 	ck_assert_uint_eq(st.retrans_bad_requests, 1);
 	ck_assert_uint_eq(st.retrans_blocks_sent, 301 + 20 + 7);
@@ -615,7 +620,7 @@ START_TEST(restart_keeps_numbers_and_dedup)
 		expect_command(1, "gw1", n);
 	expect_command(1, "gw2", 1);
 	ck_assert_uint_eq(expect_command(1, "gw2", 2), 8);
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_int_eq(tape_next(&(uint64_t){ 0 }, &(const uint8_t *){ NULL },
 				   &(uint16_t){ 0 }, WAIT_MS), 2);
 	ck_assert_uint_eq(H.hb_next, 9);
@@ -629,7 +634,7 @@ START_TEST(restart_keeps_numbers_and_dedup)
 	ck_assert_uint_eq(expect_command(2, "gw1", 6), 10);
 	send_cmds("gw2", 3, 1);
 	ck_assert_uint_eq(expect_command(2, "gw2", 3), 11);
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.duplicates, 5);
 	ck_assert_uint_eq(st.commands_sequenced, 2);
 
@@ -651,7 +656,7 @@ START_TEST(torn_journal_tail_is_cut)
 	send_cmds("gw1", 1, 4);
 	for (uint64_t n = 1; n <= 4; n++)
 		expect_command(1, "gw1", n);
-	seq_stop(&st);
+	harness_stop(&st);
 	/* A torn record at the end of the (only) segment. */
 	snprintf(path, sizeof(path), "%s/journal/%020llu.seg", H.dir, 1ull);
 	f = fopen(path, "ab");
@@ -697,7 +702,7 @@ START_TEST(malformed_and_oversize_are_counted)
 	send_cmds("gw1", 1, 2);
 	expect_command(1, "gw1", 1);
 	expect_command(1, "gw1", 2);
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.malformed_packets, 5);
 	ck_assert_uint_eq(st.gateways, 1);
 	ck_assert_uint_eq(st.oversize_commands, 2);
@@ -719,7 +724,7 @@ START_TEST(many_commands_fill_datagrams)
 		for (; m < n && m <= N; m++)
 			expect_command(1, "gw1", m);
 	}
-	seq_stop(&st);
+	harness_stop(&st);
 	ck_assert_uint_eq(st.commands_sequenced, N);
 	/* more than one event per tape datagram */
 	ck_assert_uint_lt(st.tape_packets_sent, N / 4);
@@ -749,12 +754,19 @@ START_TEST(control_status_and_stats)
 	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATS;
 	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
 	ck_assert_uint_eq(rep->n_counters, SEQ_N_COUNTERS);
-	for (size_t i = 0; i < rep->n_counters; i++)
+	for (size_t i = 0; i < rep->n_counters; i++) {
 		if (strcmp(rep->counters[i]->name, "commands_sequenced") == 0) {
 			ck_assert_uint_eq(rep->counters[i]->value, 3);
-			found = 1;
+			ck_assert_int_eq(rep->counters[i]->gauge, 0);
+			found++;
 		}
-	ck_assert_int_eq(found, 1);
+		if (strcmp(rep->counters[i]->name, "journal_bytes") == 0) {
+			ck_assert_uint_gt(rep->counters[i]->value, 0);
+			ck_assert_int_eq(rep->counters[i]->gauge, 1); /* a level, not a count */
+			found++;
+		}
+	}
+	ck_assert_int_eq(found, 2);
 	lockstep__control_reply__free_unpacked(rep, NULL);
 	/* a sequencer without a group has nobody to hand over to */
 	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN;
@@ -763,6 +775,46 @@ START_TEST(control_status_and_stats)
 	ck_assert_ptr_nonnull(strstr(rep->message, "not in a group"));
 	ck_assert_str_eq(rep->state, "primary");
 	lockstep__control_reply__free_unpacked(rep, NULL);
+}
+END_TEST
+
+/* A control socket path longer than a Unix socket address holds (a
+ * checkout deep in a file system) is bound and reached through its
+ * directory; a file name that cannot fit is refused with ENAMETOOLONG. */
+START_TEST(control_socket_long_path)
+{
+	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
+	Lockstep__ControlReply *rep = NULL;
+	struct daemon_node *node = NULL;
+	char deep[PATH_MAX];
+	struct stat sb;
+	size_t len;
+
+	harness_stop(NULL);
+	len = (size_t)snprintf(deep, sizeof(deep), "%s", H.dir);
+	while (len < 150) {
+		len += (size_t)snprintf(deep + len, sizeof(deep) - len, "/a-rather-long-folder");
+		ck_assert_int_eq(mkdir(deep, 0755), 0);
+	}
+	ck_assert_uint_lt(len + 10, sizeof(H.cfg.node.control));
+	memcpy(H.cfg.node.control, deep, len);
+	memcpy(H.cfg.node.control + len, "/seq1.ctl", 10);
+	ck_assert_uint_gt(strlen(H.cfg.node.control), 108);
+	seq_start();
+	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATUS;
+	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
+	ck_assert_str_eq(rep->role, "sequencer");
+	ck_assert_str_eq(rep->name, "seq1");
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	ck_assert_int_eq(stat(H.cfg.node.control, &sb), 0);
+	ck_assert(S_ISSOCK(sb.st_mode));
+	harness_stop(NULL);
+	ck_assert_int_eq(stat(H.cfg.node.control, &sb), -1); /* removed at stop */
+	/* a file name of 100 characters does not fit any address */
+	snprintf(H.cfg.node.control, sizeof(H.cfg.node.control), "%s/%0100d", H.dir, 7);
+	H.loop = ev_loop_new(EVFLAG_AUTO);
+	ck_assert_int_eq(daemon_node_open(&node, &seq_daemon, H.loop, &H.cfg), -ENAMETOOLONG);
+	ev_loop_destroy(H.loop);
 }
 END_TEST
 
@@ -886,7 +938,7 @@ START_TEST(group_config_checked)
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	struct seq_config c = H.cfg;
 
-	seq_stop(NULL); /* the fixture's, started before this test's config */
+	harness_stop(NULL); /* the fixture's, started before this test's config */
 	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301,127.0.0.1:9302,127.0.0.1:9303");
 	c.fsync = 0; /* none */
 	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
@@ -901,7 +953,7 @@ START_TEST(group_config_checked)
 	seq_start();
 	ck_assert_uint_eq(seq_term(H.s), 2); /* a group of one: as before, a new term */
 	ck_assert_uint_eq(seq_last_seq(H.s), 2); /* the two term starts */
-	seq_stop(&st);
+	harness_stop(&st);
 }
 END_TEST
 
@@ -924,6 +976,7 @@ int main(void)
 	tcase_add_test(tc, malformed_and_oversize_are_counted);
 	tcase_add_test(tc, many_commands_fill_datagrams);
 	tcase_add_test(tc, control_status_and_stats);
+	tcase_add_test(tc, control_socket_long_path);
 	tcase_add_test(tc, group_peers_parse);
 	tcase_add_test(tc, group_wire_round_trip_and_refusals);
 	tcase_add_test(tc, group_append_entries);
