@@ -5,8 +5,7 @@
 # answered, both sides of every match agreeing, the daemons' CPU time and
 # the JSON written; the same through --baseline's relay and echo.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-BENCH=$top_builddir/lockstep-bench
-[ -x "$BENCH" ] || skip "lockstep-bench not built"
+skip_unless_built lockstep-bench
 
 "$BENCH" --help | grep -q -- '--baseline' || fail "--help does not say --baseline"
 "$BENCH" --bogus >/dev/null 2>&1 && fail "an unknown option was taken"

@@ -7,7 +7,6 @@
 # starts from a snapshot written by rebuild --snapshot (whose snapshots at the
 # end are byte for byte the live matchers'); diff finds where tapes part.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-REPLAY=$top_builddir/lockstep-replay
 ORDERS=2500 # per bench session, two sessions
 
 cluster_up
@@ -31,11 +30,12 @@ sent=$(awk '/^orders:/ {print $2}' "$T/bench.out")
 [ "${sent:-0}" -gt $((ORDERS / 2)) ] || fail "bench sent only ${sent:-0} new orders"
 
 # The live state: both matchers at the sequencer's last seq.
-for i in $(seq 1 100); do
-	s0=$(status_field seq-1 seq) s1=$(status_field matcher-1 seq) s2=$(status_field matcher-2 seq)
-	[ "$s0" = "$s1" ] && [ "$s0" = "$s2" ] && break
-	sleep 0.1
-done
+matchers_at_seq() { # both matchers at the sequencer's seq
+	local s0
+	s0=$(status_field seq-1 seq)
+	[ "$s0" = "$(status_field matcher-1 seq)" ] && [ "$s0" = "$(status_field matcher-2 seq)" ]
+}
+try_for 10 matchers_at_seq || true
 "$CLUSTER" status --dir "$T" --json >"$T/status.json"
 read -r live_seq live_hash < <(python3 -c '
 import json, sys
@@ -158,23 +158,14 @@ exec_retrans = 127.0.0.1:$((P + 153))
 symbols = AAPL MSFT AMZN GOOG META NVDA TSLA INTC
 max_shares = 1000000
 EOF
-extra_pids=()
-trap 'rc=$?; for p in "${extra_pids[@]}"; do kill "$p" 2>/dev/null || true; done; (exit $rc); cluster_cleanup' EXIT
-"$top_builddir/lockstep-matcher" --config "$T/rm.conf" >"$T/rm.log" 2>&1 &
-extra_pids+=($!)
-for i in $(seq 1 50); do
-	[ -S "$T/rm/rm.ctl" ] && "$CTL" --socket "$T/rm/rm.ctl" status >/dev/null 2>&1 && break
-	sleep 0.1
-done
-"$REPLAY" send "$J" --group "239.255.0.9:$((P + 150))" --retrans "127.0.0.1:$((P + 151))" \
-	--pace x100 --linger 30 >"$T/send.out" 2>&1 &
-send_pid=$!
-extra_pids+=($send_pid)
-for i in $(seq 1 300); do
-	[ "$("$CTL" --socket "$T/rm/rm.ctl" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["seq"])')" = "$last" ] && break
-	sleep 0.1
-done
-rm_hash=$("$CTL" --socket "$T/rm/rm.ctl" status --json | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["seq"], d["hash"])')
+bg_start "$T/rm.log" "$top_builddir/lockstep-matcher" --config "$T/rm.conf"
+try_for 5 node_ctl rm status || true
+bg_start "$T/send.out" "$REPLAY" send "$J" --group "239.255.0.9:$((P + 150))" \
+	--retrans "127.0.0.1:$((P + 151))" --pace x100 --linger 30
+send_pid=$BG_PID
+at_last() { [ "$(status_field "$1" seq)" = "$last" ]; } # at_last NODE: at the tape's last seq
+try_for 30 at_last rm || true
+rm_hash=$(node_ctl rm status --json | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["seq"], d["hash"])')
 [ "$rm_hash" = "$last $end_hash" ] || fail "matcher fed by send: seq/hash $rm_hash, rebuild: $last $end_hash"
 # rebuild --snapshot: a snapshot of the state at mid-tape, written into a
 # fresh matcher's state dir as the matcher names it; that matcher loads it,
@@ -189,15 +180,11 @@ snap=$T/sm/snapshots/snap-$(printf %020d $mid).lss
 sed -e "s|^name = rm|name = sm|" -e "s|^state_dir = .*|state_dir = $T/sm|" \
 	-e "s|^exec_group = .*|exec_group = 239.255.0.10:$((P + 154))|" \
 	-e "s|^exec_retrans = .*|exec_retrans = 127.0.0.1:$((P + 155))|" "$T/rm.conf" >"$T/sm.conf"
-"$top_builddir/lockstep-matcher" --config "$T/sm.conf" >"$T/sm.log" 2>&1 &
-sm_pid=$!
-extra_pids+=($sm_pid)
-sm_status() { "$CTL" --socket "$T/sm/sm.ctl" status --json 2>/dev/null |
+bg_start "$T/sm.log" "$top_builddir/lockstep-matcher" --config "$T/sm.conf"
+sm_pid=$BG_PID
+sm_status() { node_ctl sm status --json 2>/dev/null |
 	python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["seq"], d["hash"], d["snapshot_seq"])' 2>/dev/null; }
-for i in $(seq 1 300); do
-	[ "$(sm_status | cut -d' ' -f1)" = "$last" ] && break
-	sleep 0.1
-done
+try_for 30 at_last sm || true
 [ "$(sm_status)" = "$last $end_hash $mid" ] ||
 	fail "matcher from the rebuilt snapshot: seq/hash/snapshot_seq $(sm_status), want $last $end_hash $mid; $(tail -5 "$T/sm.log")"
 grep -q "loaded snapshot $snap" "$T/sm.log" || fail "sm did not load $snap: $(tail -5 "$T/sm.log")"
@@ -209,9 +196,9 @@ mkdir -p "$T/full"
 "$REPLAY" rebuild "$J" --config "$T/rm.conf" --snapshot "$T/full/end.lss" >/dev/null 2>&1 ||
 	fail "rebuild --snapshot FILE"
 for n in rm sm; do
-	"$CTL" --socket "$T/$n/$n.ctl" snapshot >/dev/null || fail "$n: lockstepctl snapshot"
+	node_ctl "$n" snapshot >/dev/null || fail "$n: lockstepctl snapshot"
 	f=$T/$n/snapshots/snap-$(printf %020d "$last").lss
-	for i in $(seq 1 100); do [ -s "$f" ] && break; sleep 0.1; done
+	try_for 10 test -s "$f" || true
 	cmp "$f" "$T/full/end.lss" >/dev/null || fail "$n's snapshot at seq $last differs from the rebuilt one: $(cmp "$f" "$T/full/end.lss")"
 done
 kill -TERM $sm_pid

@@ -1,14 +1,12 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Replays each fuzz target's saved corpus (tests/fuzz/corpus/NAME/) through it:
 # a crash or sanitizer report fails the test. With --enable-fuzzers the
 # targets are libFuzzer binaries and -runs=0 makes them replay only.
-set -eu
-srcdir=${top_srcdir:-$(dirname "$0")/..}
-builddir=${top_builddir:-.}
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 fail=0
-for corpus in "$srcdir"/tests/fuzz/corpus/*/; do
+for corpus in "$top_srcdir"/tests/fuzz/corpus/*/; do
 	name=$(basename "$corpus")
-	bin="$builddir/tests/fuzz/fuzz_$name"
+	bin="$top_builddir/tests/fuzz/fuzz_$name"
 	if [ ! -x "$bin" ]; then
 		echo "FAIL: $bin not built"
 		fail=1

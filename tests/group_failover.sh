@@ -10,22 +10,12 @@
 # journal verifies, the journals agree up to the commit, the matchers agree.
 # Fails on any VIOLATION line; prints the failover times measured (info:).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-test.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+use_tmpdir
 trap 'exit 143' TERM INT
 for d in "kill-primary --times 2" "step-down --times 2" hang-primary restart-all; do
-	P=$(free_port_base)
-	o=$T/${d%% *}.out
 	# shellcheck disable=SC2086 # $d is the drill's name and options
-	if ! timeout -k 10 120 "$top_srcdir/ops/drill" $d --sequencers 3 --dir "$T/${d%% *}" --port "$P" >"$o" 2>&1; then
-		cat "$o"
-		for f in "$T/${d%% *}"/seq-*.log; do
-			[ -e "$f" ] || continue
-			echo "----- $f (last 20 lines)"
-			tail -n 20 "$f"
-		done
-		fail "drill $d"
-	fi
+	run_drill 120 $d --sequencers 3
+	o=$T/${d%% *}.out
 	! grep -q '^VIOLATION' "$o" || { cat "$o"; fail "drill $d reported a violation but exited 0"; }
 	grep -E '^(ok|info):' "$o"
 done

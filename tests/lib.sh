@@ -10,8 +10,61 @@ CLUSTER=$top_srcdir/ops/cluster
 CLIENT=$top_builddir/lockstep-client
 CTL=$top_builddir/lockstepctl
 
+REPLAY=$top_builddir/lockstep-replay
+BENCH=$top_builddir/lockstep-bench
+
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
+info() { echo "info: $*"; }
+
+# need_built NAME...: fails the test unless every program NAME is built.
+need_built() {
+	local b
+	for b in "$@"; do
+		[ -x "$top_builddir/$b" ] || fail "$top_builddir/$b not built"
+	done
+}
+# skip_unless_built NAME: skips (77) the test when program NAME is not built.
+skip_unless_built() { [ -x "$top_builddir/$1" ] || skip "$1 not built"; }
+
+# tmpdir_new [PREFIX]: a new private directory (its path on stdout).
+tmpdir_new() { mktemp -d "${TMPDIR:-/tmp}/${1:-lockstep-test}.XXXXXX"; }
+# use_tmpdir [PREFIX]: T, a new private directory removed on exit.
+use_tmpdir() {
+	T=$(tmpdir_new "$@")
+	trap 'rm -rf "$T"' EXIT
+}
+
+# dump_logs LINES FILE...: the last LINES lines of each FILE that exists,
+# each under a header, on stderr (for the record of a failed test).
+dump_logs() {
+	local n=$1 f
+	shift
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		echo "----- $f (last $n lines)" >&2
+		tail -n "$n" "$f" >&2
+	done
+}
+
+# try_for SECONDS COMMAND...: until COMMAND succeeds (0), or 1 after SECONDS
+# (polled every 0.1 s; COMMAND's output is discarded, the variables it sets
+# are kept).
+try_for() {
+	local n=$(($1 * 10)) i
+	shift
+	for ((i = 0; i < n; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds; fails the test
+# ("WHAT: not after SECONDS s") when it does not within SECONDS.
+wait_for() {
+	local what=$2
+	try_for "$1" "${@:3}" || fail "$what: not after $1 s"
+}
 
 # A port base P such that P..P+199 are free for TCP and UDP. Below the
 # kernel's ephemeral range where it leaves room (10000 up to it), so that a
@@ -40,7 +93,7 @@ SEQUENCERS=${LOCKSTEP_TEST_SEQUENCERS:-1}
 
 # cluster_up [ops/cluster up options]: a cluster in $T (a new temp dir) on $P.
 cluster_up() {
-	T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-test.XXXXXX")
+	T=$(tmpdir_new)
 	P=$(free_port_base)
 	trap cluster_cleanup EXIT
 	if ! "$CLUSTER" up --dir "$T" --port "$P" --sequencers "$SEQUENCERS" "$@" >"$T/up.out" 2>&1; then
@@ -49,19 +102,29 @@ cluster_up() {
 	fi
 }
 
+# Processes a test starts beside the cluster (bg_start): ended before it.
+EXTRA_PIDS=()
+
 cluster_cleanup() {
-	local rc=$?
+	local rc=$? p
+	for p in "${EXTRA_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	[ -n "${T:-}" ] || return
 	"$CLUSTER" down --dir "$T" >/dev/null 2>&1 || true
 	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-		for f in "$T"/*.log; do
-			[ -e "$f" ] || continue
-			echo "----- $f (last 30 lines)" >&2
-			tail -n 30 "$f" >&2
-		done
+		dump_logs 30 "$T"/*.log
 	fi
 	rm -rf "$T"
 	exit $rc
+}
+
+# bg_start LOG COMMAND...: COMMAND in the background, its output in LOG,
+# ended when the test ends; its PID in BG_PID.
+bg_start() {
+	local log=$1
+	shift
+	"$@" >"$log" 2>&1 &
+	BG_PID=$!
+	EXTRA_PIDS+=("$BG_PID")
 }
 
 # client SCRIPT_TEXT: runs a lockstep-client script against gateway 1; fails
@@ -76,10 +139,20 @@ client() {
 	fi
 }
 
+# node_ctl NODE COMMAND...: lockstepctl COMMAND to the node NODE of $T.
+node_ctl() { "$CTL" --socket "$T/$1/$1.ctl" "${@:2}"; }
+
 # status_field NODE FIELD: one field of a node's status (JSON).
 status_field() {
-	"$CTL" --socket "$T/$1/$1.ctl" status --json |
+	node_ctl "$1" status --json |
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+}
+# status_get NODE KEY: one scalar of NODE's status ("" when it does not
+# answer); sed, not status_field's python, which a loaded machine starts
+# slowly.
+status_get() {
+	{ node_ctl "$1" status --json 2>/dev/null || true; } |
+		sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\).*/\1/p"
 }
 
 # primary_node [SECONDS]: the name of the primary sequencer (ops/cluster
@@ -107,7 +180,7 @@ netlab_cluster_up() {
 	shift
 	why=$("$NETLAB" check 2>&1) || skip "no netlab on this machine: ${why:-netlab check failed}"
 	L=lst$$
-	T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-test.XXXXXX")
+	T=$(tmpdir_new)
 	P=15000 # the hosts' ports are their own: nothing else runs there
 	trap netlab_cleanup EXIT
 	trap 'exit 143' TERM INT
@@ -131,11 +204,7 @@ netlab_cleanup() {
 	"$CLUSTER" down --dir "$T" >/dev/null 2>&1 || true
 	"$NETLAB" --name "$L" down --kill >/dev/null 2>&1 || echo "netlab $L: down failed" >&2
 	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-		for f in "$T"/*.log "$T"/bench*.out; do
-			[ -e "$f" ] || continue
-			echo "----- $f (last 30 lines)" >&2
-			tail -n 30 "$f" >&2
-		done
+		dump_logs 30 "$T"/*.log "$T"/bench*.out
 	fi
 	rm -rf "$T"
 	exit $rc
@@ -184,7 +253,7 @@ netlab_report() {
 	{
 		echo "{"
 		for n in $(cd "$T" && ls seq-*.conf matcher-*.conf gw-*.conf | sed 's/\.conf$//'); do
-			echo "\"$n\": $("$CTL" --socket "$T/$n/$n.ctl" stats --json 2>/dev/null || echo '{}'),"
+			echo "\"$n\": $(node_ctl "$n" stats --json 2>/dev/null || echo '{}'),"
 		done
 		echo "\"drops\": [$("$NETLAB" --name "$L" status |
 			sed -n 's/.*dropped in \([0-9]*\) out \([0-9]*\).*/[\1, \2]/p' | paste -sd,)]}"
@@ -211,8 +280,23 @@ PY
 }
 
 # ctl_seq NODE: the node's seq (cheaper than status_field, for polling).
-ctl_seq() { "$CTL" --socket "$T/$1/$1.ctl" status 2>/dev/null | sed -n 's/.* seq=\([0-9]*\).*/\1/p'; }
+ctl_seq() { node_ctl "$1" status 2>/dev/null | sed -n 's/.* seq=\([0-9]*\).*/\1/p'; }
 # ctl_counter NODE NAME: one of the node's counters.
-ctl_counter() { "$CTL" --socket "$T/$1/$1.ctl" stats 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
+ctl_counter() { node_ctl "$1" stats 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
 # ms_now: monotonic-enough milliseconds for reporting (never asserted).
 ms_now() { echo $(($(date +%s%N) / 1000000)); }
+
+# run_drill SECONDS NAME [OPTIONS...]: ops/drill NAME on ports of its own in
+# $T/NAME, its output in $T/NAME.out, killed after SECONDS (0: never);
+# fails the test, with the output and the sequencers' logs, unless the
+# drill passes.
+run_drill() {
+	local limit=$1 d=$2 o=$T/$2.out
+	shift 2
+	if ! timeout -k 10 "$limit" "$top_srcdir/ops/drill" "$d" "$@" --dir "$T/$d" \
+		--port "$(free_port_base)" >"$o" 2>&1; then
+		cat "$o"
+		dump_logs 20 "$T/$d"/seq-*.log
+		fail "drill $d $*"
+	fi
+}

@@ -9,8 +9,7 @@
 #     every execution reaches the gateway once, and both matchers end on the
 #     same seq and hash.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-BENCH=$top_builddir/lockstep-bench
-[ -x "$BENCH" ] || skip "lockstep-bench not built"
+skip_unless_built lockstep-bench
 
 # counters NODE NAME...: "NAME=VALUE ..." of one node.
 counters() {

@@ -10,8 +10,7 @@
 # no partition trades is sent to partition 0 and rejected by its matcher
 # (reason S). Under 30 s.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-BENCH=$top_builddir/lockstep-bench
-[ -x "$BENCH" ] || skip "lockstep-bench not built"
+skip_unless_built lockstep-bench
 command -v python3 >/dev/null || skip "no python3"
 
 cluster_up --partitions 2 --matchers 2

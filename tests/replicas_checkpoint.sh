@@ -19,28 +19,22 @@ run_bench() {
 		{ cat "$T/bench-$2.out"; fail "bench ($2): $(tail -1 "$T/bench-$2.out")"; }
 }
 counter() { local v; v=$(ctl_counter "$1" "$2"); echo "${v:-0}"; }
-# field NODE KEY: one scalar of NODE's status ("" when it does not answer);
-# sed, not status_field's python, which a loaded machine starts slowly.
-field() {
-	{ "$CTL" --socket "$T/$1/$1.ctl" status --json 2>/dev/null || true; } |
-		sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\).*/\1/p"
-}
 # all_agree SECONDS: every matcher live at the primary's commit, one hash;
 # sets SEQ.
 all_agree() {
 	local end=$((SECONDS + $1)) c n ok h
 	while :; do
-		c=$(field "$(primary_node)" commit) ok=1
+		c=$(status_get "$(primary_node)" commit) ok=1
 		for n in matcher-1 matcher-2 matcher-3; do
-			[ "$(field $n seq)" = "$c" ] && [ "$(field $n state)" = live ] || ok=0
+			[ "$(status_get $n seq)" = "$c" ] && [ "$(status_get $n state)" = live ] || ok=0
 		done
 		[ $ok = 1 ] && break
 		[ $SECONDS -lt $end ] || fail "matchers not all live at commit $c after $1 s"
 		sleep 0.1
 	done
-	h=$(field matcher-1 hash)
+	h=$(status_get matcher-1 hash)
 	for n in matcher-2 matcher-3; do
-		[ "$(field $n hash)" = "$h" ] || fail "$n's hash $(field $n hash) differs from matcher-1's $h at $c"
+		[ "$(status_get $n hash)" = "$h" ] || fail "$n's hash $(status_get $n hash) differs from matcher-1's $h at $c"
 	done
 	SEQ=$c
 }
@@ -56,17 +50,17 @@ wait_counter() {
 live_pair() {
 	local c
 	for _ in $(seq 1 150); do
-		c=$(field "$(primary_node)" commit)
-		[ "$(field "$1" seq)" = "$c" ] && [ "$(field "$2" seq)" = "$c" ] &&
-			[ "$(field "$1" state)" = live ] && [ "$(field "$2" state)" = live ] && break
+		c=$(status_get "$(primary_node)" commit)
+		[ "$(status_get "$1" seq)" = "$c" ] && [ "$(status_get "$2" seq)" = "$c" ] &&
+			[ "$(status_get "$1" state)" = live ] && [ "$(status_get "$2" state)" = live ] && break
 		sleep 0.1
 	done
-	[ "$(field "$1" state)" = live ] || fail "$1 is $(field "$1" state)"
-	[ "$(field "$2" state)" = live ] || fail "$2 is $(field "$2" state)"
-	[ "$(field "$1" seq)" = "$c" ] && [ "$(field "$2" seq)" = "$c" ] ||
-		fail "$1 at $(field "$1" seq), $2 at $(field "$2" seq), commit $c"
-	[ "$(field "$1" hash)" = "$(field "$2" hash)" ] ||
-		fail "$1 and $2 disagree at seq $c: $(field "$1" hash) vs $(field "$2" hash)"
+	[ "$(status_get "$1" state)" = live ] || fail "$1 is $(status_get "$1" state)"
+	[ "$(status_get "$2" state)" = live ] || fail "$2 is $(status_get "$2" state)"
+	[ "$(status_get "$1" seq)" = "$c" ] && [ "$(status_get "$2" seq)" = "$c" ] ||
+		fail "$1 at $(status_get "$1" seq), $2 at $(status_get "$2" seq), commit $c"
+	[ "$(status_get "$1" hash)" = "$(status_get "$2" hash)" ] ||
+		fail "$1 and $2 disagree at seq $c: $(status_get "$1" hash) vs $(status_get "$2" hash)"
 }
 
 # 1. A normal run: every replica agrees at every checkpoint.
@@ -92,36 +86,36 @@ sed -i "/^\[matcher\]\$/a test_fault_diverge_at = $N" "$T/matcher-3.conf"
 m3=$!
 echo "$m3" >"$T/matcher-3.pid"
 for _ in $(seq 1 150); do
-	[ "$(field matcher-3 state 2>/dev/null)" = live ] && [ "$(field matcher-3 seq)" = "$S" ] && break
+	[ "$(status_get matcher-3 state 2>/dev/null)" = live ] && [ "$(status_get matcher-3 seq)" = "$S" ] && break
 	kill -0 "$m3" 2>/dev/null || fail "matcher-3 exited at start-up"
 	sleep 0.1
 done
-[ "$(field matcher-3 state)" = live ] || fail "matcher-3 not live after its restart"
+[ "$(status_get matcher-3 state)" = live ] || fail "matcher-3 not live after its restart"
 grep -q "TEST FAULT ARMED.*test_fault_diverge_at = $N" "$T/matcher-3.log" || fail "no start-up warning for the fault"
 
 # 3. Load past N but short of the checkpoint that will catch it; a
 # snapshot of the wrong state then (the divergence must quarantine it).
 run_bench $(( (N - S + 10) / 2 )) before
-X=$(field matcher-1 seq)
+X=$(status_get matcher-1 seq)
 [ "$X" -ge "$N" ] && [ "$X" -lt "$C_WANT" ] || fail "the tape is at $X after the bench: want $N..$((C_WANT - 1))"
-for _ in $(seq 1 50); do [ "$(field matcher-3 seq)" = "$X" ] && break; sleep 0.1; done
+for _ in $(seq 1 50); do [ "$(status_get matcher-3 seq)" = "$X" ] && break; sleep 0.1; done
 grep -q "TEST FAULT: after tape seq $N " "$T/matcher-3.log" || fail "the fault did not fire at $N"
-[ "$(field matcher-3 state)" = live ] || fail "matcher-3 is $(field matcher-3 state) before checkpoint $C_WANT"
-"$CTL" --socket "$T/matcher-3/matcher-3.ctl" snapshot >/dev/null || fail "lockstepctl snapshot"
-for _ in $(seq 1 100); do [ "$(field matcher-3 snapshot_seq)" = "$X" ] && break; sleep 0.1; done
-[ "$(field matcher-3 snapshot_seq)" = "$X" ] || fail "no snapshot of matcher-3 at $X"
+[ "$(status_get matcher-3 state)" = live ] || fail "matcher-3 is $(status_get matcher-3 state) before checkpoint $C_WANT"
+node_ctl matcher-3 snapshot >/dev/null || fail "lockstepctl snapshot"
+for _ in $(seq 1 100); do [ "$(status_get matcher-3 snapshot_seq)" = "$X" ] && break; sleep 0.1; done
+[ "$(status_get matcher-3 snapshot_seq)" = "$X" ] || fail "no snapshot of matcher-3 at $X"
 
 # The load through the checkpoint: every order answered once.
 run_bench 150 diverge
 for _ in $(seq 1 150); do
-	[ "$(field matcher-3 state)" = diverged ] && break
+	[ "$(status_get matcher-3 state)" = diverged ] && break
 	sleep 0.1
 done
-[ "$(field matcher-3 state)" = diverged ] || fail "matcher-3 is $(field matcher-3 state), not diverged"
+[ "$(status_get matcher-3 state)" = diverged ] || fail "matcher-3 is $(status_get matcher-3 state), not diverged"
 line=$(grep -m1 '^<3>.*DIVERGED at checkpoint' "$T/matcher-3.log") || fail "no DIVERGED error in matcher-3's log"
 C=$(sed -n 's/.*DIVERGED at checkpoint \([0-9]*\):.*/\1/p' <<<"$line")
 [ "$C" = "$C_WANT" ] || fail "diverged at checkpoint ${C:-?}, fault at $N, K = $K: want $C_WANT"
-field matcher-3 message | grep -q "DIVERGED at checkpoint $C" || fail "matcher-3's status does not say why"
+status_get matcher-3 message | grep -q "DIVERGED at checkpoint $C" || fail "matcher-3's status does not say why"
 [ "$(counter matcher-3 checkpoints_diverged)" = 1 ] || fail "matcher-3: checkpoints_diverged $(counter matcher-3 checkpoints_diverged)"
 [ "$(counter matcher-3 checkpoint_last_agreed)" = "$N1" ] || fail "matcher-3's last agreed checkpoint is $(counter matcher-3 checkpoint_last_agreed), want $N1"
 [ "$(counter matcher-3 exec_blocks_withheld)" -gt 0 ] || fail "matcher-3 withheld nothing after diverging"
@@ -134,8 +128,8 @@ for n in matcher-1 matcher-2; do
 	[ "$(counter "$n" checkpoints_diverged)" = 0 ] || fail "$n diverged too"
 	grep -q "matcher-3 has diverged" "$T/$n.log" || fail "$n did not report matcher-3"
 done
-[ "$(field matcher-3 seq)" = "$(field matcher-1 seq)" ] || fail "matcher-3 stopped following the tape"
-[ "$(field matcher-3 hash)" != "$(field matcher-1 hash)" ] || fail "matcher-3's hash equals the others'"
+[ "$(status_get matcher-3 seq)" = "$(status_get matcher-1 seq)" ] || fail "matcher-3 stopped following the tape"
+[ "$(status_get matcher-3 hash)" != "$(status_get matcher-1 hash)" ] || fail "matcher-3's hash equals the others'"
 
 # 5. Stopped, it exits 3; its snapshot of the wrong state is quarantined.
 kill -TERM "$m3"
@@ -180,5 +174,5 @@ s.sendto(good[:6] + struct.pack(">H", 1) + good[8:], dst)  # partition 1
 PY
 wait_counter matcher-1 checkpoints_malformed $((bad0 + 8))
 wait_counter matcher-1 checkpoints_other_partition $((other0 + 1))
-[ "$(field matcher-1 state)" = live ] || fail "matcher-1 is $(field matcher-1 state) after the malformed datagrams"
-echo "ok: diverged at checkpoint $C (fault at $N, K = $K), exit 3, snapshot $X quarantined; replicas agree at seq $(field matcher-1 seq)"
+[ "$(status_get matcher-1 state)" = live ] || fail "matcher-1 is $(status_get matcher-1 state) after the malformed datagrams"
+echo "ok: diverged at checkpoint $C (fault at $N, K = $K), exit 3, snapshot $X quarantined; replicas agree at seq $(status_get matcher-1 seq)"

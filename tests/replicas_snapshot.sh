@@ -41,7 +41,7 @@ done
 [ "${s2:-0}" -ge 250 ] && [ $((s2 % 500)) = 250 ] || fail "matcher-2: periodic snapshot at ${s2:-none}, want 250 + a multiple of 500"
 
 # on request
-"$CTL" --socket "$T/matcher-2/matcher-2.ctl" snapshot >/dev/null || fail "lockstepctl snapshot"
+node_ctl matcher-2 snapshot >/dev/null || fail "lockstepctl snapshot"
 want=$(status_field matcher-2 seq)
 for _ in $(seq 1 100); do
 	[ "$(status_field matcher-2 snapshot_seq)" = "$want" ] && break

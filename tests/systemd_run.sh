@@ -34,23 +34,15 @@
 #   - `systemctl stop lockstep.target` ends every node cleanly (exit 0).
 # Skips (77) where the machine cannot host systemd so: not root, no
 # systemd, no unshare/nsenter, no cgroup2, no overlayfs.
-set -euo pipefail
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir/_build/check}
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 SYSTEMD=${LOCKSTEP_SYSTEMD:-/lib/systemd/systemd}
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-skip() { echo "SKIP: $*"; exit 77; }
-info() { echo "info: $*"; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (namespaces, mounts, a system manager)"
 [ -x "$SYSTEMD" ] || skip "no $SYSTEMD (apt-get install systemd)"
 for c in unshare nsenter mount ip systemd-sysusers; do
 	command -v $c >/dev/null || skip "no $c"
 done
-for b in lockstep-sequencer lockstep-gateway lockstep-matcher lockstepctl lockstep-client; do
-	[ -x "$top_builddir/$b" ] || fail "$top_builddir/$b not built"
-done
+need_built lockstep-sequencer lockstep-gateway lockstep-matcher lockstepctl lockstep-client
 grep -qw overlay /proc/filesystems || modprobe overlay 2>/dev/null || true
 grep -qw overlay /proc/filesystems || skip "no overlayfs"
 cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
@@ -61,7 +53,7 @@ unshare --pid --fork --mount --net --uts --ipc --cgroup true 2>/dev/null ||
 [ -e "$top_srcdir/ops/systemd/lockstep.target" ] || fail "no $top_srcdir/ops/systemd/ (not distributed?)"
 # Everything of the run lives in T (the build tree: /tmp is a tmpfs inside).
 mkdir -p "$top_builddir/tests"
-T=$(mktemp -d "$top_builddir/tests/systemd_run.XXXXXX")
+T=$(TMPDIR=$top_builddir/tests tmpdir_new systemd_run)
 CG=$cg2$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup)
 CG=${CG%/}/lockstep-systemd-run.$$
 SD= # systemd's PID (on the host)
@@ -276,21 +268,6 @@ word() {
 	return 1
 }
 field() { get_status "$1" && word "$2"; } # field NODE KEY: one field of the node's status
-# try_for SECONDS COMMAND...: until COMMAND succeeds (0), or 1 after SECONDS.
-try_for() {
-	local n=$(($1 * 10)) i
-	shift
-	for ((i = 0; i < n; i++)); do
-		"$@" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds.
-wait_for() {
-	local what=$2
-	try_for "$1" "${@:3}" || fail "$what: not after $1 s"
-}
 # group_ok NODE...: the sequencers NODE... are one primary and standbys, all
 # in one term; sets PRIMARY and GTERM (not on failure). Run directly, not in
 # $(...), for those.
@@ -332,6 +309,21 @@ client() {
 	innet "$top_builddir/lockstep-client" --connect "127.0.0.1:$P" --timeout 5000 \
 		--script "$T/$1.script" >"$T/$1.out" 2>&1 ||
 		{ cat "$T/$1.out" >&2; fail "client script $1"; }
+}
+# cross NAME N BUY SELL SYMBOL PRICE SIDE...: client script NAME in which A
+# (TRADR1) buys BUY SYMBOL at PRICE (token SAn), B (TRADR2) sells SELL at it
+# (SBn), both are accepted and each SIDE (A, B) hears its execution of SELL.
+cross() {
+	local name=$1 n=$2 buy=$3 sell=$4 sym=$5 px=$6 side
+	shift 6
+	client "$name" < <(
+		printf 'connect A TRADR1 pw1 seq 0\nconnect B TRADR2 pw2 seq 0\n'
+		printf 'A: buy %s %s %s token SA%s\nA: expect Accepted token=SA%s *\n' "$buy" "$sym" "$px" "$n" "$n"
+		printf 'B: sell %s %s %s token SB%s\nB: expect Accepted token=SB%s *\n' "$sell" "$sym" "$px" "$n" "$n"
+		for side in "$@"; do
+			LC_NUMERIC=C printf '%s: expect Executed token=S%s%s %s @ %.4f *\n' "$side" "$side" "$n" "$sell" "$px"
+		done
+	)
 }
 
 system_up() { case $(sdctl is-system-running 2>/dev/null) in running | degraded) return 0 ;; esac; return 1; }
@@ -386,16 +378,7 @@ done
 info "every node runs as lockstep (uid $uid), no capability, NoNewPrivs, seccomp"
 
 # ---- it serves orders ---------------------------------------------------------
-client orders1 <<'S'
-connect A TRADR1 pw1 seq 0
-connect B TRADR2 pw2 seq 0
-A: buy 100 AAPL 150 token SA1
-A: expect Accepted token=SA1 *
-B: sell 40 AAPL 150 token SB1
-B: expect Accepted token=SB1 *
-A: expect Executed token=SA1 40 @ 150.0000 *
-B: expect Executed token=SB1 40 @ 150.0000 *
-S
+cross orders1 1 100 40 AAPL 150 A B
 info "orders through lockstep.target's cluster: accepted and matched"
 
 # ---- reload: log level and logins -------------------------------------------
@@ -488,15 +471,7 @@ t1=$EPOCHREALTIME
 ! restarted "$u" "$n0" || fail "$old was restarted before another node was primary"
 new=$PRIMARY term1=$GTERM
 info "$new: primary in term $term1, seen $(((${t1/./} - ${t0/./}) / 1000)) ms after the SIGSTOP of $old"
-client orders3 <<'S'
-connect A TRADR1 pw1 seq 0
-connect B TRADR2 pw2 seq 0
-A: buy 5 MSFT 300 token SA2
-A: expect Accepted token=SA2 *
-B: sell 5 MSFT 300 token SB2
-B: expect Accepted token=SB2 *
-A: expect Executed token=SA2 5 @ 300.0000 *
-S
+cross orders3 2 5 5 MSFT 300 A
 info "orders served by $new's term with $old hung"
 wait_for 30 "$u restarted by the watchdog" restarted "$u" "$n0"
 wait_for 5 "systemd's log of $u's watchdog timeout" \
@@ -510,16 +485,7 @@ try_for 5 group_ok "${SEQS[@]}" || fail "$old restarted, the group is not one pr
 if [ "$PRIMARY" != "$new" ] || [ "$GTERM" != "$term1" ]; then
 	info "(the group moved on after the failover: $(group_says "${SEQS[@]}"))"
 fi
-client orders4 <<'S'
-connect A TRADR1 pw1 seq 0
-connect B TRADR2 pw2 seq 0
-A: buy 7 AMZN 120 token SA3
-A: expect Accepted token=SA3 *
-B: sell 7 AMZN 120 token SB3
-B: expect Accepted token=SB3 *
-A: expect Executed token=SA3 7 @ 120.0000 *
-B: expect Executed token=SB3 7 @ 120.0000 *
-S
+cross orders4 3 7 7 AMZN 120 A B
 info "SIGSTOP'd $old: watchdog timeout, restarted (NRestarts $(prop "$u" NRestarts)), standby of $PRIMARY in term $GTERM; orders served again"
 
 # ---- systemctl stop: clean exits ------------------------------------------------

@@ -4,21 +4,13 @@
 # warning it gives (an unknown or misspelled key, a bad value, a missing
 # binary or man page) fails the test. Also reports `systemd-analyze
 # security` exposure of each service (not asserted beyond "not UNSAFE").
-set -euo pipefail
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-top_builddir=${top_builddir:-$top_srcdir/_build/check}
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-skip() { echo "SKIP: $*"; exit 77; }
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 command -v systemd-analyze >/dev/null || skip "no systemd-analyze (apt-get install systemd)"
-for b in lockstep-sequencer lockstep-gateway lockstep-matcher lockstepctl; do
-	[ -x "$top_builddir/$b" ] || fail "$top_builddir/$b not built"
-done
+need_built lockstep-sequencer lockstep-gateway lockstep-matcher lockstepctl
 
 [ -e "$top_srcdir/ops/systemd/lockstep.target" ] || fail "no $top_srcdir/ops/systemd/ (not distributed?)"
-T=$(mktemp -d "${TMPDIR:-/tmp}/lockstep-sdverify.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+use_tmpdir lockstep-sdverify
 mkdir -p "$T/units" "$T/man/man8"
 
 # The units as `make install` writes them, with the binaries of this build

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "matcher.h"
-#include "check_main.h"
+#include "testutil.h"
 
 static const struct matcher_checkpoint ck1 = {
 	.partition = 7, .name = "matcher-1", .seq = 0x0102030405060708ull,
@@ -174,5 +174,5 @@ int main(void)
 	tcase_add_test(tc, vote_three);
 	tcase_add_test(tc, vote_counts);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "check_main.h"
+#include "testutil.h"
 
 struct tcfg {
 	char name[16];
@@ -81,8 +81,7 @@ static struct tcfg cfg;
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/test_config.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(testutil_mkdtemp(dir, sizeof(dir), "/tmp", "test_config"), 0);
 	memset(&logins, 0, sizeof(logins));
 	memset(&cfg, 0, sizeof(cfg));
 	memset(err, 0, sizeof(err));
@@ -90,10 +89,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
+	if (testutil_rm_rf(dir) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
@@ -788,5 +784,5 @@ int main(void)
 	tcase_add_test(tc, empty_file);
 	tcase_add_test(tc, print_keys);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

@@ -10,7 +10,7 @@
 #include <xxhash.h>
 
 #include "engine.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define NS 1000000000ull
 #define DAY (86400ull * NS)
@@ -1384,5 +1384,5 @@ int main(void)
 	tcase_add_test(tr, snapshot_round_trip);
 	tcase_add_test(tr, snapshot_million_orders);
 	suite_add_tcase(s, tr);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

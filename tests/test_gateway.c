@@ -22,7 +22,7 @@
 #include "ouch.h"
 #include "soupbin.h"
 #include "wire.h"
-#include "check_main.h"
+#include "testutil.h"
 
 /* ---- credentials ---------------------------------------------------------- */
 
@@ -467,24 +467,23 @@ static void rig_open(struct rig *r)
 
 static void rig_close(struct rig *r)
 {
-	char cmd[160];
+	char creds[80];
 
 	gw_stop(r->gw);
 	gw_close(r->gw);
 	ev_loop_destroy(r->loop);
 	close(r->seq_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s %s.creds", r->dir, r->dir);
-	ck_assert_int_eq(system(cmd), 0);
+	snprintf(creds, sizeof(creds), "%s.creds", r->dir);
+	ck_assert_int_eq(testutil_rm_rf(r->dir), 0);
+	ck_assert_int_eq(testutil_rm_rf(creds), 0);
 }
 
 /* Runs the loop until fd is readable (or ms pass); 1 when readable. */
 static int pump_until(struct rig *r, int fd, int ms)
 {
 	for (int t = 0; t < ms; t += 5) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-
 		ev_run(r->loop, EVRUN_NOWAIT);
-		if (poll(&p, 1, 5) > 0)
+		if (testutil_wait_readable(fd, 5))
 			return 1;
 	}
 	return 0;
@@ -1079,10 +1078,8 @@ static void client_quiet(struct rig *r, int fd, int ms)
 	size_t len;
 
 	for (int t = 0; t < ms; t += 5) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-
 		ev_run(r->loop, EVRUN_NOWAIT);
-		if (poll(&p, 1, 5) > 0)
+		if (testutil_wait_readable(fd, 5))
 			ck_assert_int_eq(client_read(r, fd, b, sizeof(b), &len), 'H');
 	}
 }
@@ -1324,5 +1321,5 @@ static Suite *gateway_suite(void)
 
 int main(void)
 {
-	return check_run(gateway_suite(), 0);
+	return testutil_run(gateway_suite(), 0);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "hist.h"
-#include "check_main.h"
+#include "testutil.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -310,5 +310,5 @@ int main(void)
 	tcase_add_test(tc, empty);
 	tcase_add_test(tc, print_format);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,7 @@
 #undef LOCKSTEP_CRC32C_H
 #include "crc32c.h"
 #include "journal.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define SEG_HDR 16u
 #define REC_OVERHEAD 24u
@@ -34,19 +33,6 @@ static char test_dir[1040]; /* one per test, inside run_dir */
 static char jdir[1050]; /* the journal, test_dir/j (journal_open creates it) */
 
 /* ---- helpers ----------------------------------------------------------- */
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static int count_fds(void)
 {
@@ -65,8 +51,7 @@ static int fds_at_setup;
 
 static void setup(void)
 {
-	snprintf(test_dir, sizeof(test_dir), "%s/t.XXXXXX", run_dir);
-	ck_assert_ptr_nonnull(mkdtemp(test_dir));
+	ck_assert_int_eq(testutil_mkdtemp(test_dir, sizeof(test_dir), run_dir, "t"), 0);
 	snprintf(jdir, sizeof(jdir), "%s/j", test_dir);
 	fds_at_setup = count_fds();
 }
@@ -74,7 +59,7 @@ static void setup(void)
 /* Also: whatever a test opened, it closed (no descriptor leaks). */
 static void teardown(void)
 {
-	rm_rf(test_dir);
+	testutil_rm_rf(test_dir);
 	ck_assert_int_eq(count_fds(), fds_at_setup);
 }
 
@@ -631,7 +616,7 @@ START_TEST(fsync_policies)
 		struct journal_options o = { .segment_bytes = 2000, .fsync = pol[p], .interval_ms = 5 };
 		struct journal *j;
 
-		rm_rf(jdir);
+		testutil_rm_rf(jdir);
 		j = jopen_opt(&o, NULL);
 		for (uint64_t s = 1; s <= 200; s += 20) {
 			append_range(j, s, s + 19);
@@ -652,7 +637,7 @@ START_TEST(fsync_policies)
 					     .interval_ms = 1000 };
 		struct journal *j;
 
-		rm_rf(jdir);
+		testutil_rm_rf(jdir);
 		j = jopen_opt(&o, NULL);
 		append_range(j, 1, 10);
 		ck_assert_int_eq(journal_tick(j, 5000), 0);
@@ -1364,7 +1349,7 @@ START_TEST(empty_segments)
 	ck_assert_uint_eq(segs[0], 7);
 
 	/* an empty last segment (a crash right after a roll) is kept */
-	rm_rf(jdir);
+	testutil_rm_rf(jdir);
 	j = jopen(600, 0, NULL);
 	append_range(j, 1, 100);
 	journal_close(j);
@@ -1457,7 +1442,7 @@ START_TEST(truncate_middle_of_last_segment)
 	append_range(j, 1, LAST);
 	journal_close(j);
 	last_seg = seg_of(LAST);
-	rm_rf(jdir);
+	testutil_rm_rf(jdir);
 	truncate_case(last_seg + (LAST - last_seg) / 2, 1);
 }
 END_TEST
@@ -1465,7 +1450,7 @@ END_TEST
 START_TEST(truncate_across_segments)
 {
 	truncate_case(R, 1);
-	rm_rf(jdir);
+	testutil_rm_rf(jdir);
 	truncate_case(37, 0);
 }
 END_TEST
@@ -1478,9 +1463,9 @@ START_TEST(truncate_at_segment_boundary)
 	append_range(j, 1, LAST);
 	journal_close(j);
 	s = seg_of(R);
-	rm_rf(jdir);
+	testutil_rm_rf(jdir);
 	truncate_case(s - 1, 1); /* segment s goes whole */
-	rm_rf(jdir);
+	testutil_rm_rf(jdir);
 	truncate_case(s, 1); /* segment s keeps one record */
 }
 END_TEST
@@ -1601,13 +1586,9 @@ int main(void)
 	TCase *crc = tcase_create("crc32c");
 	TCase *io = tcase_create("journal");
 	TCase *big = tcase_create("million");
-	const char *tmp = getenv("TMPDIR");
 	int failed;
 
-	if (!tmp || !*tmp || strlen(tmp) > 900)
-		tmp = "/tmp";
-	snprintf(run_dir, sizeof(run_dir), "%.900s/test_journal.XXXXXX", tmp);
-	if (!mkdtemp(run_dir)) {
+	if (testutil_mkdtemp(run_dir, sizeof(run_dir), testutil_tmp_parent(), "test_journal") < 0) {
 		perror(run_dir);
 		return EXIT_FAILURE;
 	}
@@ -1655,7 +1636,7 @@ int main(void)
 	tcase_add_test(big, million_records);
 	suite_add_tcase(s, big);
 
-	failed = check_run(s, 0);
-	rm_rf(run_dir);
+	failed = testutil_run(s, 0);
+	testutil_rm_rf(run_dir);
 	return failed;
 }

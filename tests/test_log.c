@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "check_main.h"
+#include "testutil.h"
 
 /* ---- capturing stderr ------------------------------------------------- */
 
@@ -307,5 +307,5 @@ int main(void)
 	tcase_add_test(tc, ratelimit_burst_then_suppressed);
 	tcase_add_test(tc, ratelimit_filtered_level);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

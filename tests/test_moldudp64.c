@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "moldudp64.h"
-#include "check_main.h"
+#include "testutil.h"
 
 /* A 20-byte header: session "SESSION1", sequence number seq, count. */
 #define SEQ8(s)                                                                            \
@@ -749,5 +749,5 @@ int main(void)
 	suite_add_tcase(s, tc);
 	/* In one process, so that every_error_reached sees what the others
 	 * produced. */
-	return check_run(s, 1);
+	return testutil_run(s, 1);
 }

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,7 @@
 
 #include "clock.h"
 #include "net.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define LOOPBACK "127.0.0.1"
 
@@ -35,13 +34,6 @@ static struct sockaddr_in bound_addr(int fd)
 
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
 	return a;
-}
-
-static void wait_readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	ck_assert_int_eq(poll(&p, 1, ms), 1);
 }
 
 /* Datagram i: its index, then a pattern; 8 + 3i bytes. */
@@ -95,7 +87,7 @@ static void recv_datagrams(int fd, const struct sockaddr_in *src, unsigned count
 		int n;
 
 		ck_assert_msg(mono_ns() < deadline, "got %u of %u datagrams", next, count);
-		wait_readable(fd, 1000);
+		ck_assert_int_eq(testutil_wait_readable(fd, 1000), 1);
 		n = net_batch_recv(&b, fd);
 		ck_assert_int_ge(n, 1);
 		for (int i = 0; i < n; i++, next++) {
@@ -368,7 +360,7 @@ START_TEST(udp_batch_partial_send)
 	while (next < N) {
 		int n;
 
-		wait_readable(rx, 1000);
+		ck_assert_int_eq(testutil_wait_readable(rx, 1000), 1);
 		n = net_batch_recv(&b, rx);
 		ck_assert_int_ge(n, 1);
 		for (int i = 0; i < n; i++, next++) {
@@ -416,7 +408,7 @@ START_TEST(udp_rxq_overflow)
 	b.lens[0] = 10;
 	b.addrs[0] = rx_addr;
 	ck_assert_int_eq(net_batch_send(&b, tx, 1), 1);
-	wait_readable(rx, 1000);
+	ck_assert_int_eq(testutil_wait_readable(rx, 1000), 1);
 	ck_assert_int_eq(net_batch_recv(&b, rx), 1);
 	ck_assert_uint_eq(b.lens[0], 10);
 	ck_assert_uint_eq(b.rxq_dropped, 64u - (unsigned)total);
@@ -550,7 +542,7 @@ START_TEST(tcp_listen_accept)
 	c = socket(AF_INET, SOCK_STREAM, 0);
 	ck_assert_int_ge(c, 0);
 	ck_assert_int_eq(connect(c, (struct sockaddr *)&srv, sizeof(srv)), 0);
-	wait_readable(l, 1000);
+	ck_assert_int_eq(testutil_wait_readable(l, 1000), 1);
 	a = accept(l, NULL, NULL);
 	ck_assert_int_ge(a, 0);
 	ck_assert_int_eq(net_tcp_tune(a), 0);
@@ -558,7 +550,7 @@ START_TEST(tcp_listen_accept)
 	check_tuned(a);
 	check_tuned(c);
 	ck_assert_int_eq(write(c, "ping", 4), 4);
-	wait_readable(a, 1000);
+	ck_assert_int_eq(testutil_wait_readable(a, 1000), 1);
 	ck_assert_int_eq(read(a, buf, sizeof(buf)), 4);
 	ck_assert_int_eq(memcmp(buf, "ping", 4), 0);
 	ck_assert_int_eq(read(a, buf, sizeof(buf)), -1); /* non-blocking now */
@@ -608,5 +600,5 @@ int main(void)
 	tcase_add_test(tc, tcp_listen_accept);
 	tcase_add_test(tc, udp_stats);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

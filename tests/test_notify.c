@@ -7,7 +7,6 @@
 #include <check.h>
 #include <errno.h>
 #include <ev.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,7 @@
 
 #include "ctl.h"
 #include "notify.h"
-#include "check_main.h"
+#include "testutil.h"
 
 static char dir[64];
 
@@ -43,10 +42,9 @@ static int manager_open(const char *name)
 /* The next message within ms, NUL-terminated into buf; 0 when none came. */
 static size_t manager_recv(int fd, char *buf, size_t cap, int ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
 	ssize_t n;
 
-	if (poll(&p, 1, ms) != 1)
+	if (!testutil_wait_readable(fd, ms))
 		return 0;
 	n = recv(fd, buf, cap - 1, 0);
 	ck_assert_int_gt(n, 0);
@@ -56,8 +54,7 @@ static size_t manager_recv(int fd, char *buf, size_t cap, int ms)
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/lockstep-notify.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(testutil_mkdtemp(dir, sizeof(dir), "/tmp", "lockstep-notify"), 0);
 	unsetenv("NOTIFY_SOCKET");
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");
@@ -66,11 +63,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
 	notify_close();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(testutil_rm_rf(dir), 0);
 }
 
 START_TEST(no_manager)
@@ -396,5 +390,5 @@ int main(void)
 	tcase_add_test(tc, notifier_lifecycle);
 	tcase_add_test(tc, notifier_does_not_hold_the_loop);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ouch.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 #define TS_0930 ((9ull * 3600 + 30 * 60) * 1000000000ull + 1) /* 09:30:00.000000001 */
@@ -1044,5 +1044,5 @@ int main(void)
 	tcase_add_test(fmt, format_decoded_and_truncated);
 	suite_add_tcase(s, fmt);
 
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

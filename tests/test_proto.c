@@ -14,7 +14,7 @@
 /* The fuzz target's invariants (peek vs protobuf-c, repacking), run below
  * on random and mutated inputs. */
 #include "fuzz/fuzz_proto.c"
-#include "check_main.h"
+#include "testutil.h"
 
 static struct arena arena;
 
@@ -933,5 +933,5 @@ int main(void)
 	tcase_add_test(tc, peek_empty_and_duplicates);
 	tcase_add_test(tc, mutated_events_agree);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "raft.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define US 1000ull
 #define MS 1000000ull
@@ -2062,5 +2062,5 @@ int main(int argc, char **argv)
 	suite_add_tcase(s, fo);
 
 run:
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "rx.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define MS 1000000ull
 #define MAXREQ 4096
@@ -776,5 +776,5 @@ int main(void)
 	tcase_add_test(td, drop_off_and_all);
 	tcase_add_test(td, rng_and_seed);
 	suite_add_tcase(s, td);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

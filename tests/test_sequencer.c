@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <ev.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +26,7 @@
 #include "raft.h"
 #include "sequencer.h"
 #include "tape.h"
-#include "check_main.h"
+#include "testutil.h"
 
 #define WAIT_MS 2000 /* for anything that must arrive */
 #define QUIET_MS 250 /* for making sure nothing arrives */
@@ -145,8 +144,7 @@ static void setup(void)
 
 	memset(&H, 0, sizeof(H));
 	log_init("test_sequencer", LOG_LVL_WARNING);
-	snprintf(H.dir, sizeof(H.dir), "/tmp/test_sequencer.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(H.dir));
+	ck_assert_int_eq(testutil_mkdtemp(H.dir, sizeof(H.dir), "/tmp", "test_sequencer"), 0);
 	/* A random group and a port below the ephemeral range (32768 up),
 	 * where other processes' sockets are not; another try if it is taken. */
 	for (int attempt = 0; attempt < 20; attempt++) {
@@ -168,27 +166,16 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[200];
-
 	harness_stop(NULL);
 	close(H.gw_fd);
 	close(H.tape_fd);
 	for (unsigned i = 0; i < MAX_SEQ; i++)
 		free(H.block[i]);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", H.dir);
-	if (system(cmd) != 0)
+	if (testutil_rm_rf(H.dir) != 0)
 		fprintf(stderr, "could not remove %s\n", H.dir);
 }
 
 /* ---- helpers -------------------------------------------------------------- */
-
-/* 1 when fd is readable within ms. */
-static int wait_readable(int fd, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	return poll(&p, 1, ms) == 1;
-}
 
 /* A packed Command: a new order whose token names the gateway and its seq. */
 static size_t make_command(uint8_t *out, size_t cap, const char *gw, uint64_t n)
@@ -267,7 +254,7 @@ static int tape_next(uint64_t *seq, const uint8_t **data, uint16_t *len, int ms)
 		}
 		H.have_pkt = 0;
 		now = mono_ns();
-		if (now >= deadline || !wait_readable(H.tape_fd, (int)((deadline - now) / 1000000u) + 1))
+		if (now >= deadline || !testutil_wait_readable(H.tape_fd, (int)((deadline - now) / 1000000u) + 1))
 			return 0;
 		n = recv(H.tape_fd, H.pkt, sizeof(H.pkt), 0);
 		if (n <= 0)
@@ -361,7 +348,7 @@ static int gw_request(const char *gw, struct mold_request *req, int ms)
 	ssize_t n;
 
 	mold_session_set(&sess, gw);
-	if (!wait_readable(H.gw_fd, ms))
+	if (!testutil_wait_readable(H.gw_fd, ms))
 		return 0;
 	n = recv(H.gw_fd, buf, sizeof(buf), 0);
 	ck_assert_int_eq(mold_parse_request(buf, (size_t)n, &sess, req), 0);
@@ -459,7 +446,7 @@ START_TEST(gaps_held_and_too_old_answer)
 	send_cmds("gw1", 5, 2); /* 3, 4 lost */
 	send_cmds("gw1", 9, 2); /* 7, 8 lost */
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(wait_readable(H.gw_fd, WAIT_MS), 1);
+		ck_assert_int_eq(testutil_wait_readable(H.gw_fd, WAIT_MS), 1);
 		n = recvfrom(H.gw_fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
 		ck_assert_int_eq(mold_parse_request(buf, (size_t)n, &sess, &req[i]), 0);
 	}
@@ -538,7 +525,7 @@ static unsigned retrans_collect(int fd, uint64_t first, uint64_t count)
 	uint64_t want = first;
 
 	mold_session_set(&sess, "TAPE");
-	while (got < count && wait_readable(fd, WAIT_MS)) {
+	while (got < count && testutil_wait_readable(fd, WAIT_MS)) {
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 		uint64_t seq;
 		const uint8_t *data;
@@ -599,7 +586,7 @@ START_TEST(retransmission_is_byte_identical)
 	/* Beyond the end, or of another session: nothing. */
 	send_request(fd, "TAPE", 1000, 5);
 	send_request(fd, "OTHER", 1, 5);
-	ck_assert_int_eq(wait_readable(fd, QUIET_MS), 0);
+	ck_assert_int_eq(testutil_wait_readable(fd, QUIET_MS), 0);
 	harness_stop(&st);
 	ck_assert_uint_eq(st.retrans_requests, 4);
 	ck_assert_uint_eq(st.retrans_bad_requests, 1);
@@ -982,5 +969,5 @@ int main(void)
 	tcase_add_test(tc, group_append_entries);
 	tcase_add_test(tc, group_config_checked);
 	suite_add_tcase(s, tc);
-	return check_run(s, 0);
+	return testutil_run(s, 0);
 }

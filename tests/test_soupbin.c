@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "soupbin.h"
-#include "check_main.h"
+#include "testutil.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
 
@@ -1107,5 +1107,5 @@ int main(void)
 	tcase_add_test(tc, strerror_names_every_error);
 	suite_add_tcase(s, tc);
 	/* One process: forking per test costs more than the tests under ASan. */
-	return check_run(s, 1);
+	return testutil_run(s, 1);
 }
