@@ -409,7 +409,7 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	__builtin_prefetch(&e->tokens[token_home(e, h)]);
 	reason = check_enter(e, in, &sym);
 	if (user != 0) {
-		slot = engine_book_token_find(e, user, h, key, &found);
+		slot = token_find(e, user, h, key, &found);
 		if (found) {
 			e->st.ignored_duplicates++;
 			return;
@@ -419,7 +419,7 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 		reason = check_enter_room(e, user, sym, in);
 	if (reason) {
 		if (user != 0 && e->n_tokens < e->max_tokens)
-			engine_book_token_insert(e, slot, user, h, key, NONE);
+			token_insert(e, slot, user, h, key, NONE);
 		login_str(login, cmd->user);
 		emit_rejected(e, login, in->token, reason);
 		return;
@@ -437,7 +437,7 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	memcpy(o->ofirm, in->firm, strnlen(in->firm, OUCH_FIRM_LEN));
 	o->expire_ns = is_ioc(in->price, in->tif) ? NO_EXPIRY : expiry_of(e->now_ns, in->tif);
 	o->ref = e->next_ref++;
-	engine_book_token_insert(e, slot, user, h, key, oi);
+	token_insert(e, slot, user, h, key, oi);
 	o->tok = slot;
 	emit_accepted(e, o, in);
 	run_incoming(e, oi, in->min_qty, is_ioc(in->price, in->tif));
@@ -471,7 +471,7 @@ static void apply_replacement(struct engine *e, uint32_t oi, const struct ouch_r
 	struct order *o = &e->orders[oi];
 
 	e->tokens[o->tok].order = NONE;
-	engine_book_token_insert(e, slot_new, user, h_new, key_new, oi);
+	token_insert(e, slot_new, user, h_new, key_new, oi);
 	o->tok = slot_new;
 	o->ref = e->next_ref++;
 	o->shares = rp->shares;
@@ -497,12 +497,12 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 	h_old = token_hash(user, key_old);
 	h_new = token_hash(user, key_new);
 	__builtin_prefetch(&e->tokens[token_home(e, h_new)]);
-	slot_old = engine_book_token_find(e, user, h_old, key_old, &found);
+	slot_old = token_find(e, user, h_old, key_old, &found);
 	if (!found || e->tokens[slot_old].order == NONE) {
 		e->st.ignored_dead++;
 		return;
 	}
-	slot_new = engine_book_token_find(e, user, h_new, key_new, &found);
+	slot_new = token_find(e, user, h_new, key_new, &found);
 	if (found) {
 		e->st.ignored_duplicates++;
 		return;

@@ -74,40 +74,6 @@ uint32_t engine_book_user(struct engine *e, const char *login, int create)
 
 /* --- tokens -------------------------------------------------------------- */
 
-uint32_t engine_book_token_find(const struct engine *e, uint32_t user, uint64_t h,
-			   const char key[OUCH_TOKEN_LEN], int *found)
-{
-	uint32_t i = token_home(e, h);
-	uint16_t fp = (uint16_t)h;
-
-	for (;;) {
-		const struct token_slot *t = &e->tokens[i];
-
-		if (t->user == 0) {
-			*found = 0;
-			return i;
-		}
-		if (t->fp == fp && t->user == user && memcmp(t->token, key, OUCH_TOKEN_LEN) == 0) {
-			*found = 1;
-			return i;
-		}
-		if (++i == e->token_cap)
-			i = 0;
-	}
-}
-
-void engine_book_token_insert(struct engine *e, uint32_t slot, uint32_t user, uint64_t h,
-			 const char key[OUCH_TOKEN_LEN], uint32_t order)
-{
-	struct token_slot *t = &e->tokens[slot];
-
-	memcpy(t->token, key, OUCH_TOKEN_LEN);
-	t->fp = (uint16_t)h;
-	t->user = user;
-	t->order = order;
-	e->n_tokens++;
-}
-
 uint32_t engine_book_live_order(struct engine *e, const char *login, const char *token)
 {
 	char key[OUCH_TOKEN_LEN];
@@ -117,13 +83,14 @@ uint32_t engine_book_live_order(struct engine *e, const char *login, const char 
 	if (user == 0)
 		return NONE;
 	token_key(key, token);
-	slot = engine_book_token_find(e, user, token_hash(user, key), key, &found);
+	slot = token_find(e, user, token_hash(user, key), key, &found);
 	return found ? e->tokens[slot].order : NONE;
 }
 
 /* --- state hash ---------------------------------------------------------- */
 
-uint64_t engine_book_order_hash(const struct engine *e, const struct order *o)
+/* XXH3 of what the state hash covers of the order. */
+static uint64_t order_hash(const struct engine *e, const struct order *o)
 {
 	struct order_image im;
 
@@ -148,7 +115,7 @@ uint64_t engine_book_order_hash(const struct engine *e, const struct order *o)
 void engine_book_rehash(struct engine *e, struct order *o)
 {
 	e->book_hash ^= o->hash;
-	o->hash = engine_book_order_hash(e, o);
+	o->hash = order_hash(e, o);
 	e->book_hash ^= o->hash;
 }
 
@@ -347,15 +314,21 @@ static void level_append(struct engine *e, uint32_t li, int q, uint32_t oi)
 	l->tail[q] = oi;
 }
 
-void engine_book_place(struct engine *e, uint32_t oi, uint32_t li)
+/* engine_book_place(), for engine_book_insert() too (inline: the hot path). */
+static inline void book_link(struct engine *e, uint32_t oi, uint32_t li)
 {
 	struct order *o = &e->orders[oi];
 
 	level_append(e, li, queue_of(o->display), oi);
-	o->hash = engine_book_order_hash(e, o);
+	o->hash = order_hash(e, o);
 	e->book_hash ^= o->hash;
 	if (o->expire_ns != NO_EXPIRY)
 		engine_book_heap_push(e, oi);
+}
+
+void engine_book_place(struct engine *e, uint32_t oi, uint32_t li)
+{
+	book_link(e, oi, li);
 }
 
 int engine_book_insert(struct engine *e, uint32_t oi)
@@ -366,7 +339,7 @@ int engine_book_insert(struct engine *e, uint32_t oi)
 	if (li == NONE)
 		return -1;
 	o->prio = e->next_prio++;
-	engine_book_place(e, oi, li);
+	book_link(e, oi, li);
 	return 0;
 }
 
@@ -409,7 +382,7 @@ static int verify_level(const struct engine *e, uint32_t sym, int side, uint32_t
 
 			if (o->prev != prev || o->level != li || o->sym != sym || o->price != l->price ||
 			    book_side(o->side) != side || queue_of(o->display) != q || o->shares == 0 ||
-			    e->tokens[o->tok].order != oi || o->hash != engine_book_order_hash(e, o) ||
+			    e->tokens[o->tok].order != oi || o->hash != order_hash(e, o) ||
 			    (o->expire_ns != NO_EXPIRY) != (o->heap_pos != NONE) ||
 			    (o->heap_pos != NONE && e->heap[o->heap_pos] != oi) || ++*count > e->max_orders)
 				return -EUCLEAN;

@@ -124,7 +124,7 @@ struct engine {
 	struct engine_stats st;
 };
 
-/* --- small helpers (inline: the hot path of every file uses them) ---------- */
+/* --- small helpers and the token table (inline: every command uses them) -- */
 
 /* Up to max bytes of s (fewer at a NUL), packed into an integer. */
 static inline uint64_t pack8(const char *s, size_t max)
@@ -189,6 +189,43 @@ static inline uint32_t token_home(const struct engine *e, uint64_t h)
 	return (uint32_t)(((h >> 32) * e->token_cap) >> 32);
 }
 
+/* The slot holding (user, key) (h: its token_hash), or the empty slot where
+ * it would go; *found says which. */
+static inline uint32_t token_find(const struct engine *e, uint32_t user, uint64_t h,
+				  const char key[OUCH_TOKEN_LEN], int *found)
+{
+	uint32_t i = token_home(e, h);
+	uint16_t fp = (uint16_t)h;
+
+	for (;;) {
+		const struct token_slot *t = &e->tokens[i];
+
+		if (t->user == 0) {
+			*found = 0;
+			return i;
+		}
+		if (t->fp == fp && t->user == user && memcmp(t->token, key, OUCH_TOKEN_LEN) == 0) {
+			*found = 1;
+			return i;
+		}
+		if (++i == e->token_cap)
+			i = 0;
+	}
+}
+
+/* Fills the empty slot that token_find() gave. */
+static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, uint64_t h,
+				const char key[OUCH_TOKEN_LEN], uint32_t order)
+{
+	struct token_slot *t = &e->tokens[slot];
+
+	memcpy(t->token, key, OUCH_TOKEN_LEN);
+	t->fp = (uint16_t)h;
+	t->user = user;
+	t->order = order;
+	e->n_tokens++;
+}
+
 /* --- the book (engine_book.c) --------------------------------------------- */
 
 /* The symbol's index, or NONE. */
@@ -196,18 +233,9 @@ uint32_t engine_book_symbol(const struct engine *e, const char *stock);
 /* The user's id, creating it when asked and there is room; 0 if none. */
 uint32_t engine_book_user(struct engine *e, const char *login, int create);
 
-/* The slot holding (user, key) (h: its token_hash), or the empty slot where
- * it would go; *found says which. */
-uint32_t engine_book_token_find(const struct engine *e, uint32_t user, uint64_t h,
-				const char key[OUCH_TOKEN_LEN], int *found);
-/* Fills the empty slot that engine_book_token_find() gave. */
-void engine_book_token_insert(struct engine *e, uint32_t slot, uint32_t user, uint64_t h,
-			      const char key[OUCH_TOKEN_LEN], uint32_t order);
 /* The live order of (user, token), or NONE. */
 uint32_t engine_book_live_order(struct engine *e, const char *login, const char *token);
 
-/* XXH3 of what the state hash covers of the order. */
-uint64_t engine_book_order_hash(const struct engine *e, const struct order *o);
 /* After a change to a booked order. */
 void engine_book_rehash(struct engine *e, struct order *o);
 

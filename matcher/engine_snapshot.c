@@ -285,10 +285,10 @@ static int snap_read_tokens(struct engine *e, uint64_t n_tokens, engine_read_fn 
 		if (t.user == 0 || t.user > e->n_users)
 			return -EBADMSG;
 		th = token_hash(t.user, t.token);
-		slot = engine_book_token_find(e, t.user, th, t.token, &found);
+		slot = token_find(e, t.user, th, t.token, &found);
 		if (found)
 			return -EBADMSG;
-		engine_book_token_insert(e, slot, t.user, th, t.token, t.live ? LIVE_PENDING : NONE);
+		token_insert(e, slot, t.user, th, t.token, t.live ? LIVE_PENDING : NONE);
 	}
 	return 0;
 }
@@ -304,7 +304,7 @@ static int snap_read_order(struct engine *e, const struct snap_order *so, uint32
 	if (oi == NONE || so->sym >= e->n_symbols || so->user == 0 || so->user > e->n_users ||
 	    so->shares == 0 || (so->side != OUCH_BUY && !is_sell(so->side)))
 		return -EBADMSG;
-	slot = engine_book_token_find(e, so->user, token_hash(so->user, so->token), so->token,
+	slot = token_find(e, so->user, token_hash(so->user, so->token), so->token,
 				      &found);
 	if (!found || e->tokens[slot].order != LIVE_PENDING)
 		return -EBADMSG;
