@@ -167,7 +167,7 @@ void engine_get_stats(const struct engine *e, struct engine_stats *out);
 int engine_verify(const struct engine *e);
 
 /* Snapshots: the whole state (orders in priority order per level, tokens,
- * users, counters, expiries) as a byte stream, versioned (see engine.c).
+ * users, counters, expiries) as a byte stream, versioned (see engine_snapshot.c).
  * fn returns 0 or a negative errno, which the call then returns.
  * engine_snapshot_write: 0 or the first error (or -ENOMEM); O(open orders +
  * tokens), allocates one scratch array of max_orders u32.

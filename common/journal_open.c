@@ -1,0 +1,431 @@
+/* Opening and closing a journal: the segment files are listed and scanned
+ * record by record to build the index, and the tail is cut at the first
+ * record that is torn or fails its CRC (journal.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "journal_private.h"
+
+#define SCAN_CHUNK (1u << 20)
+#define DEFAULT_SEGMENT (64ull << 20)
+/* Index offsets are u32: a record starts below the limit and ends within 4 GiB. */
+#define SEGMENT_LIMIT ((uint64_t)UINT32_MAX - REC_MAX)
+
+/* Where an open stops trusting the journal. */
+struct cut {
+	const char *reason; /* NULL: nothing is bad */
+	uint64_t seq; /* first sequence number not kept */
+	uint64_t offset; /* in the bad segment; 0: the whole file goes */
+	int bad_header; /* the header is whole but wrong */
+};
+
+
+/* Accepts exactly the names journal_seg_name() makes. */
+static int seg_parse(const char *name, uint64_t *seq)
+{
+	uint64_t v = 0;
+	int i;
+
+	if (strlen(name) != 24 || strcmp(name + 20, ".seg") != 0)
+		return 0;
+	for (i = 0; i < 20; i++) {
+		unsigned d = (unsigned)(name[i] - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return 0;
+		v = v * 10 + d;
+	}
+	*seq = v;
+	return 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first sequence numbers of the segment files in dir, sorted. */
+static int list_segments(const char *dir, uint64_t **out, size_t *count)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint64_t *v = NULL, seq;
+	size_t n = 0, cap = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		void *p = v;
+
+		if (!seg_parse(e->d_name, &seq))
+			continue;
+		if (journal_grow(&p, &cap, n + 1, sizeof(*v)) < 0) {
+			closedir(d);
+			free(v);
+			return -ENOMEM;
+		}
+		v = p;
+		v[n++] = seq;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u64);
+	*out = v;
+	*count = n;
+	return 0;
+}
+
+static const char *check_record(const uint8_t *p, size_t avail, uint64_t at, uint64_t seq)
+{
+	uint32_t len;
+
+	if (avail < REC_HDR)
+		return "torn record";
+	len = get_le32(p);
+	if (len > JOURNAL_MAX_RECORD)
+		return "bad length";
+	if (avail < REC_OVERHEAD + len)
+		return "torn record";
+	if (crc32c(0, p, REC_HDR + len) != get_le32(p + REC_HDR + len))
+		return "crc mismatch";
+	if (get_le64(p + 4) != seq)
+		return "sequence gap";
+	if (seq > SEQ_MAX)
+		return "sequence overflow";
+	if (at + REC_OVERHEAD + len > UINT32_MAX)
+		return "segment too large";
+	return NULL;
+}
+
+/* The scan's reader: the buffer (SCAN_CHUNK bytes, or less for a smaller
+ * file) is kept from one segment to the next; it holds bytes
+ * [base, base + have) of the segment open as fd, and pos is where the next
+ * record starts in it. */
+struct scan_buf {
+	uint8_t *p;
+	size_t cap;
+	int fd;
+	uint64_t base;
+	size_t have, pos;
+	int eof; /* the buffer reaches the end of the file */
+};
+
+static int scan_buf_reserve(struct scan_buf *b, size_t want)
+{
+	void *p;
+
+	if (want <= b->cap)
+		return 0;
+	p = realloc(b->p, want);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = want;
+	return 0;
+}
+
+/* Reads the start of the segment open as fd: all of a small file at once
+ * (cap > size tells the end of the file), else a chunk; pos is after the
+ * header. */
+static int scan_start(struct scan_buf *b, int fd)
+{
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	r = scan_buf_reserve(b, (uint64_t)st.st_size < SCAN_CHUNK ? (size_t)st.st_size + 1 : SCAN_CHUNK);
+	if (r < 0)
+		return r;
+	n = journal_pread_full(fd, b->p, b->cap, 0);
+	if (n < 0)
+		return (int)n;
+	b->fd = fd;
+	b->base = 0;
+	b->have = (size_t)n;
+	b->pos = SEG_HDR;
+	b->eof = b->have < b->cap;
+	return 0;
+}
+
+/* Keeps a whole record's worth (REC_MAX) after pos in the buffer, unless the
+ * file ends sooner: moves the rest to the front and reads on in full chunks
+ * (the buffer is smaller only when the file has grown since fstat). */
+static int scan_refill(struct scan_buf *b)
+{
+	ssize_t n;
+	int r;
+
+	if (b->eof || b->have - b->pos >= REC_MAX)
+		return 0;
+	if ((r = scan_buf_reserve(b, SCAN_CHUNK)) < 0)
+		return r;
+	memmove(b->p, b->p + b->pos, b->have - b->pos);
+	b->base += b->pos;
+	b->have -= b->pos;
+	b->pos = 0;
+	n = journal_pread_full(b->fd, b->p + b->have, b->cap - b->have, b->base + b->have);
+	if (n < 0)
+		return (int)n;
+	b->eof = (size_t)n < b->cap - b->have;
+	b->have += (size_t)n;
+	return 0;
+}
+
+/* The header of segment `name`, which should start at seq; sets cut->reason
+ * when it is not right. */
+static void scan_header(const struct scan_buf *b, uint64_t name, uint64_t seq, struct cut *cut)
+{
+	if (b->have < SEG_HDR) {
+		cut->reason = "torn segment header";
+	} else if (memcmp(b->p, SEG_MAGIC, 8) != 0 || get_le64(b->p + 8) != name || name == 0 ||
+		   name > SEQ_MAX) {
+		cut->reason = "bad segment header";
+		cut->bad_header = 1;
+	} else if (name != seq) {
+		cut->reason = "sequence gap";
+	}
+}
+
+/* Adds the good record p (record seq, at offset `at` of segment s) to the
+ * index (or only counts it, without one) and to the term runs. */
+static int scan_note(struct journal *j, struct jseg *s, const uint8_t *p, uint32_t at, uint64_t seq)
+{
+	int r;
+
+	if ((!j->opt.no_index && (r = journal_seg_reserve(s)) < 0) ||
+	    (r = journal_runs_reserve(j, get_le64(p + 12))) < 0)
+		return r;
+	if (j->opt.no_index) {
+		if (s->n == UINT32_MAX)
+			return -ENOMEM;
+		s->n++;
+	} else {
+		s->off[s->n++] = at;
+	}
+	journal_runs_note(j, seq, get_le64(p + 12));
+	return 0;
+}
+
+/* Adds segment `name` (open as fd) to the index, reading it in chunks of
+ * SCAN_CHUNK through b; sets cut->reason where it goes bad. */
+static int scan_segment(struct journal *j, int fd, uint64_t name, struct scan_buf *b,
+			struct cut *cut)
+{
+	uint64_t seq = j->nsegs ? j->want : name;
+	struct jseg *s;
+	int r;
+
+	cut->seq = seq;
+	cut->offset = 0;
+	if ((r = scan_start(b, fd)) < 0)
+		return r;
+	scan_header(b, name, seq, cut);
+	if (cut->reason)
+		return 0;
+	if ((r = journal_segs_reserve(j)) < 0)
+		return r;
+	s = &j->segs[j->nsegs++];
+	memset(s, 0, sizeof(*s));
+	s->first_seq = name;
+	for (;;) {
+		const uint8_t *p;
+
+		if ((r = scan_refill(b)) < 0)
+			return r;
+		if (b->pos == b->have)
+			break;
+		p = b->p + b->pos;
+		cut->offset = b->base + b->pos;
+		cut->seq = seq;
+		cut->reason = check_record(p, b->have - b->pos, cut->offset, seq);
+		if (cut->reason)
+			break;
+		if ((r = scan_note(j, s, p, (uint32_t)cut->offset, seq)) < 0)
+			return r;
+		seq++;
+		b->pos += REC_OVERHEAD + get_le32(p);
+	}
+	s->size = cut->reason ? cut->offset : b->base + b->pos;
+	j->want = seq;
+	return 0;
+}
+
+/* Removes (read-only: only counts) what follows the bad spot in segment
+ * names[bad]: the later segments last first, so that a crash midway leaves a
+ * contiguous journal, then the bad segment's tail or, at offset 0, all of it. */
+static int cut_tail(struct journal *j, const uint64_t *names, size_t count, size_t bad,
+		    const struct cut *cut, struct journal_report *rep)
+{
+	int ro = j->opt.read_only;
+	char name[32];
+	struct stat st;
+
+	for (size_t i = count; i-- > bad;) {
+		journal_seg_name(name, names[i]);
+		if (fstatat(j->dfd, name, &st, 0) < 0)
+			return -errno;
+		if (i == bad && cut->offset) {
+			int fd, r = 0;
+
+			rep->cut_bytes += (uint64_t)st.st_size - cut->offset;
+			if (ro)
+				continue;
+			fd = openat(j->dfd, name, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			if (ftruncate(fd, (off_t)cut->offset) < 0 ||
+			    (j->opt.fsync != JOURNAL_FSYNC_NONE && fdatasync(fd) < 0))
+				r = -errno;
+			close(fd);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		rep->cut_bytes += (uint64_t)st.st_size;
+		rep->cut_segments++;
+		if (!ro && unlinkat(j->dfd, name, 0) < 0)
+			return -errno;
+	}
+	return ro ? 0 : journal_dir_sync(j);
+}
+
+/* Builds the index from the segment files, cutting at the first bad spot. */
+static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
+			struct journal_report *rep)
+{
+	struct scan_buf buf = { 0 };
+	struct cut cut = { 0 };
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < count && !cut.reason; i++) {
+		char name[32];
+		int fd;
+
+		journal_seg_name(name, names[i]);
+		fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			break;
+		}
+		r = scan_segment(j, fd, names[i], &buf, &cut);
+		close(fd);
+		if (r < 0)
+			break;
+	}
+	free(buf.p);
+	if (r < 0 || !cut.reason)
+		return r;
+	i--;
+	rep->bad_seq = cut.seq;
+	rep->bad_offset = cut.offset;
+	rep->bad_reason = cut.reason;
+	journal_seg_name(rep->bad_segment, names[i]);
+	j->want = cut.seq;
+	/* A wrong header on the first segment is not a torn tail but a file
+	 * that is not ours (or a damaged journal): refuse rather than cut the
+	 * whole journal away. */
+	if (cut.bad_header && (j->opt.read_only || i == 0))
+		return -EBADMSG;
+	return cut_tail(j, names, count, i, &cut, rep);
+}
+
+static void free_journal(struct journal *j)
+{
+	for (unsigned i = 0; i < j->nsegs; i++)
+		free(j->segs[i].off);
+	if (j->wfd >= 0)
+		close(j->wfd);
+	journal_rfd_drop(j);
+	if (j->dfd >= 0)
+		close(j->dfd);
+	free(j->segs);
+	free(j->runs);
+	free(j->wbuf);
+	free(j);
+}
+
+int journal_open(struct journal **out, const char *dir, const struct journal_options *opt,
+		 struct journal_report *report)
+{
+	struct journal_report spare;
+	uint64_t *names = NULL;
+	struct journal *j;
+	size_t count = 0;
+	int r;
+
+	if (!report)
+		report = &spare;
+	memset(report, 0, sizeof(*report));
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	if (opt)
+		j->opt = *opt;
+	if (!j->opt.segment_bytes)
+		j->opt.segment_bytes = DEFAULT_SEGMENT;
+	if (j->opt.segment_bytes > SEGMENT_LIMIT)
+		j->opt.segment_bytes = SEGMENT_LIMIT;
+	if (!j->opt.interval_ms)
+		j->opt.interval_ms = 100;
+	j->dfd = j->wfd = j->rfd = -1;
+	j->want = 1;
+	if (j->opt.no_index && !j->opt.read_only) {
+		r = -EINVAL;
+		goto out_free;
+	}
+	if (!j->opt.read_only && mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		goto out_free;
+	}
+	j->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->dfd < 0) {
+		r = -errno;
+		goto out_free;
+	}
+	r = list_segments(dir, &names, &count);
+	if (r == 0)
+		r = scan_segments(j, names, count, report);
+	free(names);
+	if (r < 0)
+		goto out_free;
+	if (!j->opt.read_only && j->nsegs) {
+		char name[32];
+
+		journal_seg_name(name, tail(j)->first_seq);
+		j->wfd = openat(j->dfd, name, O_RDWR | O_CLOEXEC);
+		if (j->wfd < 0) {
+			r = -errno;
+			goto out_free;
+		}
+		j->wbase = tail(j)->size;
+	}
+	report->first_seq = journal_first_seq(j);
+	report->last_seq = journal_last_seq(j);
+	report->records = is_empty(j) ? 0 : report->last_seq - report->first_seq + 1;
+	*out = j;
+	return 0;
+
+out_free:
+	free_journal(j);
+	return r;
+}
+
+void journal_close(struct journal *j)
+{
+	if (!j)
+		return;
+	if (!j->opt.read_only && journal_wbuf_write(j) == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE)
+		journal_data_sync(j);
+	free_journal(j);
+}

@@ -1,0 +1,133 @@
+/* The journal's insides, shared by its files (journal.h is the interface and
+ * the file format):
+ *  - journal.c: segments, the write buffer and the term runs; append, flush,
+ *    tick, truncate, and the helpers the other files share;
+ *  - journal_open.c: open (the segment scan that builds the index and cuts a
+ *    torn or corrupt tail) and close;
+ *  - journal_read.c: lookups, random reads, iterators and counts.
+ *
+ * What journal.h leaves open, as these files settle it:
+ * - sequence numbers are 1 .. UINT64_MAX - 1; a fresh journal's next_seq is 1;
+ * - segment_bytes is capped a record short of 4 GiB (offsets are u32);
+ * - journal_read and the iterator check each record's CRC again: -EIO if the
+ *   file changed under them;
+ * - the report's cut_bytes and cut_segments count the whole removed tail,
+ *   later segments included; read-only, they count what would be removed;
+ * - truncate_after(seq) with seq < first_seq - 1 is -EINVAL;
+ * - an iterator starts at first_seq when from_seq is before it, sees records
+ *   appended after it was opened, and fails with -ESTALE once records have
+ *   been removed (truncate_after); close iterators before the journal;
+ * - journal_tick writes the write buffer out before it syncs. */
+#ifndef LOCKSTEP_JOURNAL_PRIVATE_H
+#define LOCKSTEP_JOURNAL_PRIVATE_H
+
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "journal.h"
+
+#define SEG_MAGIC "LKSTJRN1"
+#define SEG_HDR 16u
+#define REC_HDR 20u /* length, sequence number, term */
+#define REC_OVERHEAD 24u /* REC_HDR and the CRC */
+#define REC_MAX (REC_OVERHEAD + JOURNAL_MAX_RECORD)
+#define WBUF_SIZE (256u << 10) /* holds several records of REC_MAX */
+#define SEQ_MAX (UINT64_MAX - 1) /* so that last + 1 never wraps */
+
+struct jseg {
+	uint64_t first_seq; /* also the file name */
+	uint64_t size; /* header and records, those still in the write buffer included */
+	uint32_t *off; /* off[i]: where record first_seq + i starts */
+	uint32_t n, cap;
+};
+
+/* Records from seq up to the next run's seq have this term. */
+struct term_run {
+	uint64_t seq, term;
+};
+
+struct journal {
+	int dfd;
+	struct journal_options opt;
+	struct jseg *segs; /* in sequence order; only the last may hold no record */
+	unsigned nsegs, segs_cap;
+	uint64_t want; /* last + 1, or what an empty journal expects */
+	int wfd; /* the last segment, read-write; -1 when read-only or no segment */
+	uint8_t *wbuf; /* unwritten records of the last segment, from offset wbase;
+			* WBUF_SIZE bytes from the first append */
+	size_t wlen;
+	uint64_t wbase;
+	int unsynced; /* written since the last fdatasync */
+	uint64_t next_sync_ms; /* INTERVAL: journal_tick() syncs from then on */
+	int rfd; /* segment rseg read-only, for journal_read; -1 when none */
+	unsigned rseg;
+	struct term_run *runs;
+	size_t nruns, runs_cap;
+	unsigned gen; /* bumped whenever records are removed: iterators go stale */
+};
+
+
+static inline uint32_t get_le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static inline uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+static inline int is_empty(const struct journal *j)
+{
+	return j->nsegs == 0 || j->segs[0].n == 0;
+}
+
+static inline struct jseg *tail(struct journal *j)
+{
+	return &j->segs[j->nsegs - 1];
+}
+
+/* --- shared helpers (journal.c) ------------------------------------------- */
+
+/* The file name of the segment whose first record is seq. */
+void journal_seg_name(char name[32], uint64_t seq);
+/* Reads until len bytes or the end of the file; returns the count or -errno. */
+ssize_t journal_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* Grows *arr (of *cap elements of elem bytes) to hold need; 0 or -ENOMEM. */
+int journal_grow(void **arr, size_t *cap, size_t need, size_t elem);
+/* Room for one more index entry in s, one more segment in j. */
+int journal_seg_reserve(struct jseg *s);
+int journal_segs_reserve(struct journal *j);
+/* Makes room for a run in case term starts a new one. */
+int journal_runs_reserve(struct journal *j, uint64_t term);
+/* Notes that record seq has term (after journal_runs_reserve()). */
+void journal_runs_note(struct journal *j, uint64_t seq, uint64_t term);
+/* In an array of n >= 1 elements of stride bytes, each starting with a u64
+ * key, ascending: the last element whose key is <= key (0 if none is). */
+size_t journal_last_at(const void *arr, size_t n, size_t stride, uint64_t key);
+/* Closes the read descriptor (rfd), if any. */
+void journal_rfd_drop(struct journal *j);
+/* fsync of the directory, unless the policy is NONE. */
+int journal_dir_sync(struct journal *j);
+/* fdatasync of the last segment when something was written since the last. */
+int journal_data_sync(struct journal *j);
+/* Writes the write buffer out (no sync). On failure the buffer is kept and a
+ * later call writes it again at the same offset. */
+int journal_wbuf_write(struct journal *j);
+
+/* The segment holding seq, which must be in the journal. */
+static inline unsigned seg_find(const struct journal *j, uint64_t seq)
+{
+	return (unsigned)journal_last_at(j->segs, j->nsegs, sizeof(*j->segs), seq);
+}
+
+#endif

@@ -1,0 +1,269 @@
+/* Reading the journal: lookups by sequence number, random reads of one
+ * record, sequential iterators and counts. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "journal_private.h"
+
+#define ITER_BUF (128u << 10)
+
+struct journal_iter {
+	struct journal *j;
+	unsigned gen;
+	int positioned; /* seg and off are valid for seq */
+	unsigned seg;
+	uint64_t seq; /* of the next record */
+	uint64_t off; /* where it starts in seg */
+	int fd; /* seg, read-only; -1 until needed */
+	uint8_t *buf; /* bytes [bstart, bstart + blen) of seg */
+	uint64_t bstart;
+	size_t blen;
+};
+
+/* A descriptor to read segment k from. */
+static int seg_fd(struct journal *j, unsigned k)
+{
+	char name[32];
+	int fd;
+
+	if (k == j->nsegs - 1 && j->wfd >= 0)
+		return j->wfd;
+	if (j->rfd >= 0 && j->rseg == k)
+		return j->rfd;
+	journal_seg_name(name, j->segs[k].first_seq);
+	fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	journal_rfd_drop(j);
+	j->rfd = fd;
+	j->rseg = k;
+	return fd;
+}
+
+uint64_t journal_first_seq(const struct journal *j)
+{
+	return is_empty(j) ? 0 : j->segs[0].first_seq;
+}
+
+uint64_t journal_last_seq(const struct journal *j)
+{
+	return is_empty(j) ? 0 : j->want - 1;
+}
+
+uint64_t journal_next_seq(const struct journal *j)
+{
+	return j->want;
+}
+
+uint64_t journal_term_at(const struct journal *j, uint64_t seq)
+{
+	if (is_empty(j) || seq < j->segs[0].first_seq || seq >= j->want || !j->nruns)
+		return 0;
+	return j->runs[journal_last_at(j->runs, j->nruns, sizeof(*j->runs), seq)].term;
+}
+
+int journal_read(struct journal *j, uint64_t seq, void *buf, size_t cap, uint64_t *term)
+{
+	uint8_t hdr[REC_HDR], crc[4];
+	struct iovec iov[3];
+	uint64_t off, end, i;
+	struct jseg *s;
+	unsigned k;
+	size_t len;
+	ssize_t n;
+	int fd;
+
+	if (is_empty(j) || seq < j->segs[0].first_seq || seq >= j->want)
+		return -ENOENT;
+	k = seg_find(j, seq);
+	s = &j->segs[k];
+	i = seq - s->first_seq;
+	if (j->opt.no_index) {
+		/* no index: walk the record headers from the segment's start */
+		fd = seg_fd(j, k);
+		if (fd < 0)
+			return fd;
+		for (off = SEG_HDR;; off += REC_OVERHEAD + get_le32(hdr)) {
+			if (journal_pread_full(fd, hdr, REC_HDR, off) != (ssize_t)REC_HDR ||
+			    get_le32(hdr) > JOURNAL_MAX_RECORD)
+				return -EIO;
+			if (i-- == 0)
+				break;
+		}
+		end = off + REC_OVERHEAD + get_le32(hdr);
+	} else {
+		off = s->off[i];
+		end = i + 1 < s->n ? s->off[i + 1] : s->size;
+	}
+	len = (size_t)(end - off) - REC_OVERHEAD;
+	if (cap < len)
+		return -ENOSPC;
+	if (k == j->nsegs - 1 && j->wfd >= 0 && off >= j->wbase) {
+		const uint8_t *p = j->wbuf + (off - j->wbase);
+
+		if (len)
+			memcpy(buf, p + REC_HDR, len);
+		if (term)
+			*term = get_le64(p + 12);
+		return (int)len;
+	}
+	fd = seg_fd(j, k);
+	if (fd < 0)
+		return fd;
+	iov[0] = (struct iovec){ hdr, REC_HDR };
+	iov[1] = (struct iovec){ buf, len };
+	iov[2] = (struct iovec){ crc, 4 };
+	do
+		n = preadv(fd, iov, 3, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)(len + REC_OVERHEAD) || get_le32(hdr) != len || get_le64(hdr + 4) != seq ||
+	    crc32c(crc32c(0, hdr, REC_HDR), buf, len) != get_le32(crc))
+		return -EIO;
+	if (term)
+		*term = get_le64(hdr + 12);
+	return (int)len;
+}
+
+int journal_iter_open(struct journal_iter **out, struct journal *j, uint64_t from_seq)
+{
+	struct journal_iter *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->buf = malloc(ITER_BUF);
+	if (!it->buf) {
+		free(it);
+		return -ENOMEM;
+	}
+	it->j = j;
+	it->gen = j->gen;
+	it->seq = from_seq;
+	it->fd = -1;
+	*out = it;
+	return 0;
+}
+
+/* Makes bytes [off, off + need) of the iterator's segment readable in buf:
+ * from the file, or from the write buffer for records not yet written. */
+static int iter_fill(struct journal_iter *it, size_t need)
+{
+	struct journal *j = it->j;
+	ssize_t n;
+
+	if (it->off >= it->bstart && it->off + need <= it->bstart + it->blen)
+		return 0;
+	if (it->seg == j->nsegs - 1 && j->wfd >= 0 && it->off >= j->wbase) {
+		size_t avail = (size_t)(j->wbase + j->wlen - it->off);
+
+		n = (ssize_t)(avail < ITER_BUF ? avail : ITER_BUF);
+		memcpy(it->buf, j->wbuf + (it->off - j->wbase), (size_t)n);
+	} else {
+		if (it->fd < 0) {
+			char name[32];
+
+			journal_seg_name(name, j->segs[it->seg].first_seq);
+			it->fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
+			if (it->fd < 0)
+				return -errno;
+		}
+		n = journal_pread_full(it->fd, it->buf, ITER_BUF, it->off);
+		if (n < 0)
+			return (int)n;
+	}
+	it->bstart = it->off;
+	it->blen = (size_t)n;
+	return (size_t)n < need ? -EIO : 0;
+}
+
+int journal_iter_next(struct journal_iter *it, uint64_t *seq, uint64_t *term, const uint8_t **data,
+		      size_t *len)
+{
+	struct journal *j = it->j;
+	const uint8_t *p;
+	uint32_t n;
+	int r;
+
+	if (it->gen != j->gen)
+		return -ESTALE;
+	if (is_empty(j) || it->seq >= j->want)
+		return 0;
+	if (!it->positioned) {
+		struct jseg *s;
+
+		if (it->seq < j->segs[0].first_seq)
+			it->seq = j->segs[0].first_seq;
+		it->seg = seg_find(j, it->seq);
+		s = &j->segs[it->seg];
+		if (j->opt.no_index) {
+			/* no index: step over the segment's records before it */
+			it->off = SEG_HDR;
+			for (uint64_t k = s->first_seq; k < it->seq; k++) {
+				if ((r = iter_fill(it, REC_HDR)) < 0)
+					return r;
+				n = get_le32(it->buf + (it->off - it->bstart));
+				if (n > JOURNAL_MAX_RECORD)
+					return -EIO;
+				it->off += REC_OVERHEAD + n;
+			}
+		} else {
+			it->off = s->off[it->seq - s->first_seq];
+		}
+		it->positioned = 1;
+	}
+	while (it->seq - j->segs[it->seg].first_seq >= j->segs[it->seg].n) {
+		it->seg++;
+		it->off = SEG_HDR;
+		it->blen = 0;
+		if (it->fd >= 0)
+			close(it->fd);
+		it->fd = -1;
+	}
+	r = iter_fill(it, REC_HDR);
+	if (r < 0)
+		return r;
+	n = get_le32(it->buf + (it->off - it->bstart));
+	if (n > JOURNAL_MAX_RECORD)
+		return -EIO;
+	r = iter_fill(it, REC_OVERHEAD + n);
+	if (r < 0)
+		return r;
+	p = it->buf + (it->off - it->bstart);
+	if (get_le64(p + 4) != it->seq || crc32c(0, p, REC_HDR + n) != get_le32(p + REC_HDR + n))
+		return -EIO;
+	*seq = it->seq;
+	*term = get_le64(p + 12);
+	*data = p + REC_HDR;
+	*len = n;
+	it->seq++;
+	it->off += REC_OVERHEAD + n;
+	return 1;
+}
+
+void journal_iter_close(struct journal_iter *it)
+{
+	if (!it)
+		return;
+	if (it->fd >= 0)
+		close(it->fd);
+	free(it->buf);
+	free(it);
+}
+
+uint64_t journal_bytes(const struct journal *j)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < j->nsegs; i++)
+		sum += j->segs[i].size;
+	return sum;
+}
+
+unsigned journal_segments(const struct journal *j)
+{
+	return j->nsegs;
+}

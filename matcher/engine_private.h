@@ -1,0 +1,267 @@
+/* The matching engine's insides, shared by its files (engine.h is the public
+ * interface; see it for the semantics):
+ *  - engine.c: the commands (Enter, Replace, Cancel, Modify, Cancel All),
+ *    matching, expiry and the outbound messages;
+ *  - engine_book.c: the tables and lookups (symbols, users, tokens, orders,
+ *    price levels, expiry heap, state hash), life cycle and self-check;
+ *  - engine_snapshot.c: the snapshot format.
+ *
+ * Layout, all allocated once:
+ *  - orders: a pool of struct order with a free list; an order sits in one
+ *    price level's queue and in its user's list of open orders.
+ *  - levels: a pool of struct level (two FIFO queues each: displayed, then
+ *    non-displayed); per symbol and side a sorted array of (key, level) with
+ *    the best price last, so that matching pops from the end. The key is the
+ *    price for bids and ~price for asks, so both arrays ascend.
+ *  - tokens: an open-addressing table of (user, token) -> order, never
+ *    deleted from during the day (day-unique tokens); a slot's index is
+ *    stable, and an order refers to its token by slot.
+ *  - users and symbols: small open-addressing tables.
+ *  - expiry: a binary min-heap of orders with a TIF in seconds, keyed by
+ *    (expiry time, order reference number); each order knows its position.
+ *
+ * Nothing depends on pointer values: pools are addressed by index, hashes
+ * are of contents, ties are broken by counters. */
+#ifndef LOCKSTEP_ENGINE_PRIVATE_H
+#define LOCKSTEP_ENGINE_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "engine.h"
+#include "ouch.h"
+
+#define NONE UINT32_MAX
+#define NO_EXPIRY UINT64_MAX
+#define NS_PER_SEC 1000000000ull
+#define NS_PER_DAY (86400ull * NS_PER_SEC)
+
+enum { BID = 0, ASK = 1 };
+enum { Q_DISPLAYED = 0, Q_HIDDEN = 1 };
+
+struct order {
+	uint32_t next, prev; /* the level's queue; next is the free-list link */
+	uint32_t unext, uprev; /* the user's open orders, in order of entry */
+	uint32_t level; /* level pool index while in the book */
+	uint32_t shares; /* open shares */
+	uint32_t price;
+	uint32_t tok; /* token table slot */
+	uint32_t user; /* user id (1..) */
+	uint32_t firm; /* the login's firm, packed; 0: none (no self-match check) */
+	uint32_t sym;
+	uint32_t heap_pos; /* NONE unless in the expiry heap */
+	uint64_t ref, prio, expire_ns;
+	uint64_t hash; /* XXH3 of the state, XORed into book_hash while booked */
+	char side, display, capacity, cross_type;
+	char ofirm[OUCH_FIRM_LEN]; /* the Enter's firm field, echoed */
+};
+
+struct level {
+	uint32_t price;
+	uint32_t head[2], tail[2]; /* [Q_DISPLAYED], [Q_HIDDEN] */
+	uint32_t next_free;
+};
+
+struct lvl_ent {
+	uint32_t key; /* bids: price; asks: ~price (ascending, best last) */
+	uint32_t level;
+};
+
+struct token_slot {
+	char token[OUCH_TOKEN_LEN]; /* NUL-padded, not terminated */
+	uint16_t fp; /* fingerprint: bits of the hash */
+	uint32_t user; /* 0: empty slot */
+	uint32_t order; /* NONE once the order died (or was rejected) */
+};
+
+struct user {
+	uint64_t name; /* packed login */
+	char str[8]; /* NUL-terminated login */
+	uint32_t head, tail; /* open orders */
+};
+
+struct symbol {
+	uint64_t name; /* packed */
+	char str[OUCH_STOCK_LEN + 1];
+	uint32_t n[2]; /* levels per side */
+};
+
+struct engine {
+	uint32_t max_shares, max_orders, max_tokens, max_levels, max_users;
+	uint32_t n_symbols;
+
+	struct symbol *syms;
+	uint32_t *sym_slots; /* sym index + 1, 0 empty */
+	uint32_t sym_mask;
+
+	struct order *orders;
+	uint32_t order_free, orders_open;
+
+	struct level *levels;
+	uint32_t level_free;
+	struct lvl_ent *lv; /* n_symbols * 2 * max_levels */
+
+	struct token_slot *tokens;
+	uint32_t token_cap, n_tokens;
+
+	struct user *users; /* [0] unused */
+	uint32_t *user_slots; /* user id, 0 empty */
+	uint32_t user_mask, n_users;
+
+	uint32_t *heap;
+	uint32_t n_heap;
+
+	uint64_t next_ref, next_match, next_prio;
+	uint64_t book_hash;
+
+	/* the call in progress */
+	uint64_t now_ns, ts;
+	engine_emit_fn emit;
+	void *ctx;
+
+	struct engine_stats st;
+};
+
+/* --- small helpers and the token table (inline: every command uses them) -- */
+
+/* Up to max bytes of s (fewer at a NUL), packed into an integer. */
+static inline uint64_t pack8(const char *s, size_t max)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, s, strnlen(s, max));
+	return v;
+}
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static inline int is_sell(char side)
+{
+	return side == OUCH_SELL || side == OUCH_SELL_SHORT || side == OUCH_SELL_SHORT_EXEMPT;
+}
+
+static inline int book_side(char side)
+{
+	return side == OUCH_BUY ? BID : ASK;
+}
+
+static inline int queue_of(char display)
+{
+	return display == OUCH_DISPLAY_NONDISPLAYED ? Q_HIDDEN : Q_DISPLAYED;
+}
+
+static inline uint32_t price_key(int side, uint32_t price)
+{
+	return side == BID ? price : ~price;
+}
+
+/* The (sym, side) array of levels: e->syms[sym].n[side] entries, best last. */
+static inline struct lvl_ent *side_ents(const struct engine *e, uint32_t sym, int side)
+{
+	return e->lv + ((size_t)sym * 2 + (size_t)side) * e->max_levels;
+}
+
+/* The token as the table keeps it: NUL-padded to OUCH_TOKEN_LEN. */
+static inline void token_key(char key[OUCH_TOKEN_LEN], const char *token)
+{
+	memset(key, 0, OUCH_TOKEN_LEN);
+	memcpy(key, token, strnlen(token, OUCH_TOKEN_LEN));
+}
+
+static inline uint64_t token_hash(uint32_t user, const char key[OUCH_TOKEN_LEN])
+{
+	return XXH3_64bits_withSeed(key, OUCH_TOKEN_LEN, user);
+}
+
+/* The slot where the search for a token of hash h starts. */
+static inline uint32_t token_home(const struct engine *e, uint64_t h)
+{
+	return (uint32_t)(((h >> 32) * e->token_cap) >> 32);
+}
+
+/* The slot holding (user, key) (h: its token_hash), or the empty slot where
+ * it would go; *found says which. */
+static inline uint32_t token_find(const struct engine *e, uint32_t user, uint64_t h,
+				  const char key[OUCH_TOKEN_LEN], int *found)
+{
+	uint32_t i = token_home(e, h);
+	uint16_t fp = (uint16_t)h;
+
+	for (;;) {
+		const struct token_slot *t = &e->tokens[i];
+
+		if (t->user == 0) {
+			*found = 0;
+			return i;
+		}
+		if (t->fp == fp && t->user == user && memcmp(t->token, key, OUCH_TOKEN_LEN) == 0) {
+			*found = 1;
+			return i;
+		}
+		if (++i == e->token_cap)
+			i = 0;
+	}
+}
+
+/* Fills the empty slot that token_find() gave. */
+static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, uint64_t h,
+				const char key[OUCH_TOKEN_LEN], uint32_t order)
+{
+	struct token_slot *t = &e->tokens[slot];
+
+	memcpy(t->token, key, OUCH_TOKEN_LEN);
+	t->fp = (uint16_t)h;
+	t->user = user;
+	t->order = order;
+	e->n_tokens++;
+}
+
+/* --- the book (engine_book.c) --------------------------------------------- */
+
+/* The symbol's index, or NONE. */
+uint32_t engine_book_symbol(const struct engine *e, const char *stock);
+/* The user's id, creating it when asked and there is room; 0 if none. */
+uint32_t engine_book_user(struct engine *e, const char *login, int create);
+
+/* The live order of (user, token), or NONE. */
+uint32_t engine_book_live_order(struct engine *e, const char *login, const char *token);
+
+/* After a change to a booked order. */
+void engine_book_rehash(struct engine *e, struct order *o);
+
+void engine_book_heap_push(struct engine *e, uint32_t oi);
+void engine_book_heap_remove(struct engine *e, uint32_t oi);
+
+/* 1 when an order at price can rest on this side (its level exists or there
+ * is room for one). */
+int engine_book_has_room(const struct engine *e, uint32_t sym, int side, uint32_t price);
+/* The level at price on this side, created if needed; NONE when full. */
+uint32_t engine_book_level(struct engine *e, uint32_t sym, int side, uint32_t price);
+
+/* A pool slot for a new order of the user, at the end of the user's list;
+ * the pool must not be empty. */
+uint32_t engine_book_order_alloc(struct engine *e, uint32_t user);
+/* The order is dead: its token stays used, its slot is free. */
+void engine_book_order_release(struct engine *e, uint32_t oi);
+
+/* Puts the order at the back of its price level with the next priority;
+ * -1 when there is no room. */
+int engine_book_insert(struct engine *e, uint32_t oi);
+/* Puts the order (its priority set) at the back of level li: hashed, and in
+ * the expiry heap when it has an expiry. */
+void engine_book_place(struct engine *e, uint32_t oi, uint32_t li);
+/* Takes a booked order out of its level (and the heap); the order stays
+ * allocated. */
+void engine_book_remove(struct engine *e, uint32_t oi);
+
+#endif

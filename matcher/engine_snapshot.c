@@ -1,0 +1,425 @@
+/* The matching engine's snapshots: the whole state as a versioned byte
+ * stream (engine_snapshot_write, engine_snapshot_read in engine.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_private.h"
+
+/* Format (version ENGINE_SNAP_VERSION, little-endian host layout of fixed-width
+ * integers; the matcher wraps it with its own header and a CRC32C):
+ *   u32 magic 'LSEN', u32 version, u32 n_symbols, u32 n_users,
+ *   u64 n_tokens, u64 n_orders, u64 next_ref, next_match, next_prio,
+ *   u64 book_hash, u64 now_ns, struct engine_stats as u64[],
+ *   symbols: u64 packed name each (must equal the configuration's, in order),
+ *   users: u64 packed login each, in id order (ids, and so token hashes,
+ *     come out identical),
+ *   tokens: { u32 user, u32 live, char token[14], u16 pad } each, in slot order,
+ *   orders: in book order (symbol, side, level ascending key, displayed queue
+ *     then hidden, head to tail) as struct snap_order,
+ *   per user (id order): u32 count, then u32 order indices (into the order
+ *     list) in the user's entry order (CANCEL_ALL's order). */
+#define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
+#define ENGINE_SNAP_VERSION 1u
+
+struct snap_head {
+	uint32_t magic, version, n_symbols, n_users;
+	uint64_t n_tokens, n_orders, next_ref, next_match, next_prio, book_hash, now_ns;
+	struct engine_stats st;
+};
+
+struct snap_token {
+	uint32_t user, live;
+	char token[OUCH_TOKEN_LEN];
+	uint16_t pad;
+};
+
+struct snap_order {
+	uint64_t ref, prio, expire_ns;
+	uint32_t price, shares, user, firm, sym;
+	char token[OUCH_TOKEN_LEN];
+	char side, display, capacity, cross_type;
+	char ofirm[OUCH_FIRM_LEN];
+	char pad[2];
+};
+
+#define SNAP_CHUNK 512
+#define LIVE_PENDING (NONE - 1) /* a live token whose order is not loaded yet */
+
+/* --- writing ------------------------------------------------------------------ */
+
+/* The writer, and how many elements of the caller's chunk array (SNAP_CHUNK
+ * long) are filled: each full chunk is one fn call. */
+struct snap_out {
+	engine_write_fn fn;
+	void *ctx;
+	uint32_t n;
+};
+
+/* Writes the chunk's elements (elem bytes each) out, if any. */
+static int chunk_flush(struct snap_out *out, const void *chunk, size_t elem)
+{
+	int r = 0;
+
+	if (out->n)
+		r = out->fn(out->ctx, chunk, elem * out->n);
+	out->n = 0;
+	return r < 0 ? r : 0;
+}
+
+/* After element out->n of the chunk was filled. */
+static int chunk_add(struct snap_out *out, const void *chunk, size_t elem)
+{
+	if (++out->n < SNAP_CHUNK)
+		return 0;
+	return chunk_flush(out, chunk, elem);
+}
+
+/* The header, the symbols and the users. */
+static int snap_write_head(const struct engine *e, struct snap_out *out)
+{
+	struct snap_head h;
+	int r;
+
+	memset(&h, 0, sizeof(h));
+	h.magic = ENGINE_SNAP_MAGIC;
+	h.version = ENGINE_SNAP_VERSION;
+	h.n_symbols = e->n_symbols;
+	h.n_users = e->n_users;
+	h.n_tokens = e->n_tokens;
+	h.n_orders = e->orders_open;
+	h.next_ref = e->next_ref;
+	h.next_match = e->next_match;
+	h.next_prio = e->next_prio;
+	h.book_hash = e->book_hash;
+	h.now_ns = e->now_ns;
+	h.st = e->st;
+	if ((r = out->fn(out->ctx, &h, sizeof(h))) < 0)
+		return r;
+	for (uint32_t s = 0; s < e->n_symbols; s++)
+		if ((r = out->fn(out->ctx, &e->syms[s].name, sizeof(uint64_t))) < 0)
+			return r;
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		if ((r = out->fn(out->ctx, &e->users[u].name, sizeof(uint64_t))) < 0)
+			return r;
+	return 0;
+}
+
+static int snap_write_tokens(const struct engine *e, struct snap_out *out)
+{
+	struct snap_token tb[SNAP_CHUNK];
+	int r;
+
+	for (uint32_t i = 0; i < e->token_cap; i++) {
+		const struct token_slot *t = &e->tokens[i];
+		struct snap_token *st = &tb[out->n];
+
+		if (t->user == 0)
+			continue;
+		memset(st, 0, sizeof(*st));
+		st->user = t->user;
+		st->live = t->order != NONE;
+		memcpy(st->token, t->token, OUCH_TOKEN_LEN);
+		if ((r = chunk_add(out, tb, sizeof(tb[0]))) < 0)
+			return r;
+	}
+	return chunk_flush(out, tb, sizeof(tb[0]));
+}
+
+static void snap_order_of(const struct engine *e, const struct order *o, struct snap_order *so)
+{
+	memset(so, 0, sizeof(*so));
+	so->ref = o->ref;
+	so->prio = o->prio;
+	so->expire_ns = o->expire_ns;
+	so->price = o->price;
+	so->shares = o->shares;
+	so->user = o->user;
+	so->firm = o->firm;
+	so->sym = o->sym;
+	memcpy(so->token, e->tokens[o->tok].token, OUCH_TOKEN_LEN);
+	so->side = o->side;
+	so->display = o->display;
+	so->capacity = o->capacity;
+	so->cross_type = o->cross_type;
+	memcpy(so->ofirm, o->ofirm, OUCH_FIRM_LEN);
+}
+
+/* The orders of one level into the chunk ob; rank[oi] gets each one's place
+ * in the list (*k counts them). */
+static int snap_write_level(const struct engine *e, const struct level *l, struct snap_out *out,
+			    struct snap_order *ob, uint32_t *rank, uint32_t *k)
+{
+	int r;
+
+	for (int q = 0; q < 2; q++) {
+		for (uint32_t oi = l->head[q]; oi != NONE; oi = e->orders[oi].next) {
+			snap_order_of(e, &e->orders[oi], &ob[out->n]);
+			rank[oi] = (*k)++;
+			if ((r = chunk_add(out, ob, sizeof(ob[0]))) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int snap_write_orders(const struct engine *e, struct snap_out *out, uint32_t *rank)
+{
+	struct snap_order ob[SNAP_CHUNK];
+	uint32_t k = 0;
+	int r;
+
+	for (uint32_t sym = 0; sym < e->n_symbols; sym++) {
+		for (int side = 0; side < 2; side++) {
+			const struct lvl_ent *a = side_ents(e, sym, side);
+
+			for (uint32_t i = 0; i < e->syms[sym].n[side]; i++) {
+				r = snap_write_level(e, &e->levels[a[i].level], out, ob, rank, &k);
+				if (r < 0)
+					return r;
+			}
+		}
+	}
+	return chunk_flush(out, ob, sizeof(ob[0]));
+}
+
+/* Per user: the count, then the ranks of its orders in entry order. */
+static int snap_write_users(const struct engine *e, struct snap_out *out, const uint32_t *rank)
+{
+	uint32_t buf[SNAP_CHUNK];
+	int r;
+
+	for (uint32_t u = 1; u <= e->n_users; u++) {
+		uint32_t cnt = 0;
+
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext)
+			cnt++;
+		if ((r = out->fn(out->ctx, &cnt, sizeof(cnt))) < 0)
+			return r;
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext) {
+			buf[out->n] = rank[oi];
+			if ((r = chunk_add(out, buf, sizeof(buf[0]))) < 0)
+				return r;
+		}
+		if ((r = chunk_flush(out, buf, sizeof(buf[0]))) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx)
+{
+	struct snap_out out = { .fn = fn, .ctx = ctx };
+	uint32_t *rank;
+	int r;
+
+	if ((r = snap_write_head(e, &out)) < 0 || (r = snap_write_tokens(e, &out)) < 0)
+		return r;
+	/* the order's place in the list, for the users' lists (in heap slots: the
+	 * heap array holds only the orders with an expiry, so use a scratch
+	 * array) */
+	rank = malloc(((size_t)e->max_orders + 1) * sizeof(*rank));
+	if (!rank)
+		return -ENOMEM;
+	r = snap_write_orders(e, &out, rank);
+	if (r == 0)
+		r = snap_write_users(e, &out, rank);
+	free(rank);
+	return r;
+}
+
+/* --- reading ------------------------------------------------------------------ */
+
+/* The header (into h) and the symbols, checked against the engine. */
+static int snap_read_head(struct engine *e, struct snap_head *h, engine_read_fn fn, void *ctx)
+{
+	int r;
+
+	if ((r = fn(ctx, h, sizeof(*h))) < 0)
+		return r;
+	if (h->magic != ENGINE_SNAP_MAGIC || h->version != ENGINE_SNAP_VERSION)
+		return -EPROTO;
+	if (h->n_symbols != e->n_symbols || h->n_users > e->max_users ||
+	    h->n_tokens > e->max_tokens || h->n_orders > e->max_orders || h->n_orders > h->n_tokens)
+		return -EBADMSG;
+	for (uint32_t s = 0; s < e->n_symbols; s++) {
+		uint64_t name;
+
+		if ((r = fn(ctx, &name, sizeof(name))) < 0)
+			return r;
+		if (name != e->syms[s].name)
+			return -EBADMSG; /* another partition's symbols */
+	}
+	return 0;
+}
+
+/* The users, which must come out with the ids they had. */
+static int snap_read_users(struct engine *e, uint32_t n_users, engine_read_fn fn, void *ctx)
+{
+	for (uint32_t u = 1; u <= n_users; u++) {
+		uint64_t name;
+		char login[8];
+		int r;
+
+		if ((r = fn(ctx, &name, sizeof(name))) < 0)
+			return r;
+		memcpy(login, &name, sizeof(name) < sizeof(login) ? sizeof(name) : sizeof(login));
+		login[7] = '\0';
+		if (engine_book_user(e, login, 0) != 0 || engine_book_user(e, login, 1) != u)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* The tokens; a live one waits for its order (LIVE_PENDING). */
+static int snap_read_tokens(struct engine *e, uint64_t n_tokens, engine_read_fn fn, void *ctx)
+{
+	for (uint64_t i = 0; i < n_tokens; i++) {
+		struct snap_token t;
+		uint32_t slot;
+		uint64_t th;
+		int found, r;
+
+		if ((r = fn(ctx, &t, sizeof(t))) < 0)
+			return r;
+		if (t.user == 0 || t.user > e->n_users)
+			return -EBADMSG;
+		th = token_hash(t.user, t.token);
+		slot = token_find(e, t.user, th, t.token, &found);
+		if (found)
+			return -EBADMSG;
+		token_insert(e, slot, t.user, th, t.token, t.live ? LIVE_PENDING : NONE);
+	}
+	return 0;
+}
+
+/* One order, booked at the back of its level (not yet in its user's list);
+ * *out is its pool index. */
+static int snap_read_order(struct engine *e, const struct snap_order *so, uint32_t *out)
+{
+	uint32_t oi = e->order_free, li, slot;
+	struct order *o;
+	int found;
+
+	if (oi == NONE || so->sym >= e->n_symbols || so->user == 0 || so->user > e->n_users ||
+	    so->shares == 0 || (so->side != OUCH_BUY && !is_sell(so->side)))
+		return -EBADMSG;
+	slot = token_find(e, so->user, token_hash(so->user, so->token), so->token,
+				      &found);
+	if (!found || e->tokens[slot].order != LIVE_PENDING)
+		return -EBADMSG;
+	li = engine_book_level(e, so->sym, book_side(so->side), so->price);
+	if (li == NONE)
+		return -EBADMSG;
+	e->order_free = e->orders[oi].next;
+	o = &e->orders[oi];
+	memset(o, 0, sizeof(*o));
+	o->heap_pos = NONE;
+	o->unext = o->uprev = NONE;
+	o->ref = so->ref;
+	o->prio = so->prio;
+	o->expire_ns = so->expire_ns;
+	o->price = so->price;
+	o->shares = so->shares;
+	o->user = so->user;
+	o->firm = so->firm;
+	o->sym = so->sym;
+	o->tok = slot;
+	o->side = so->side;
+	o->display = so->display;
+	o->capacity = so->capacity;
+	o->cross_type = so->cross_type;
+	memcpy(o->ofirm, so->ofirm, OUCH_FIRM_LEN);
+	e->tokens[slot].order = oi;
+	engine_book_place(e, oi, li);
+	e->orders_open++;
+	*out = oi;
+	return 0;
+}
+
+/* User u's list: a count, then indices into map (the orders as read). */
+static int snap_read_user_list(struct engine *e, uint32_t u, const uint32_t *map, uint64_t n_orders,
+			       engine_read_fn fn, void *ctx)
+{
+	struct user *us = &e->users[u];
+	uint32_t cnt, idx;
+	int r;
+
+	if ((r = fn(ctx, &cnt, sizeof(cnt))) < 0)
+		return r;
+	for (uint32_t j = 0; j < cnt; j++) {
+		struct order *o;
+
+		if ((r = fn(ctx, &idx, sizeof(idx))) < 0)
+			return r;
+		if (idx >= n_orders)
+			return -EBADMSG;
+		o = &e->orders[map[idx]];
+		if (o->user != u || o->uprev != NONE || us->head == map[idx])
+			return -EBADMSG;
+		o->uprev = us->tail;
+		if (us->tail != NONE)
+			e->orders[us->tail].unext = map[idx];
+		else
+			us->head = map[idx];
+		us->tail = map[idx];
+	}
+	return 0;
+}
+
+/* The orders and the users' lists; map: room for n_orders pool indices. */
+static int snap_read_orders(struct engine *e, uint64_t n_orders, uint32_t *map,
+			    engine_read_fn fn, void *ctx)
+{
+	int r;
+
+	for (uint64_t i = 0; i < n_orders; i++) {
+		struct snap_order so;
+
+		if ((r = fn(ctx, &so, sizeof(so))) < 0 || (r = snap_read_order(e, &so, &map[i])) < 0)
+			return r;
+	}
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		if ((r = snap_read_user_list(e, u, map, n_orders, fn, ctx)) < 0)
+			return r;
+	return 0;
+}
+
+/* The counters, once every token has found its order and the book checks. */
+static int snap_read_finish(struct engine *e, const struct snap_head *h)
+{
+	for (uint32_t i = 0; i < e->token_cap; i++)
+		if (e->tokens[i].user != 0 && e->tokens[i].order == LIVE_PENDING)
+			return -EBADMSG; /* a live token without its order */
+	e->next_ref = h->next_ref;
+	e->next_match = h->next_match;
+	e->next_prio = h->next_prio;
+	e->now_ns = h->now_ns;
+	e->ts = h->now_ns % NS_PER_DAY;
+	e->st = h->st;
+	if (e->book_hash != h->book_hash || engine_verify(e) != 0)
+		return -EBADMSG;
+	return 0;
+}
+
+int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
+{
+	struct snap_head h;
+	uint32_t *map;
+	int r;
+
+	if (e->n_users || e->n_tokens || e->orders_open)
+		return -EBUSY;
+	if ((r = snap_read_head(e, &h, fn, ctx)) < 0 ||
+	    (r = snap_read_users(e, h.n_users, fn, ctx)) < 0 ||
+	    (r = snap_read_tokens(e, h.n_tokens, fn, ctx)) < 0)
+		return r;
+	map = malloc((h.n_orders + 1) * sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	r = snap_read_orders(e, h.n_orders, map, fn, ctx);
+	if (r == 0)
+		r = snap_read_finish(e, &h);
+	free(map);
+	return r;
+}
