@@ -13,6 +13,29 @@ LOCKSTEP_PACKAGES=(
 ops_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 say() { printf '%s: %s\n' "${0##*/}" "$*"; }
+
+# Where every ops/ script finds the built binaries: $LOCKSTEP_BIN, else the
+# build ops/quickstart and ops/check make (_build/check), else $PATH (an
+# installed lockstep). `bin NAME` prints the path of one, or fails saying
+# how to get it; `bindir` prints the folder the first of them is in.
+bin() {
+	local d
+	for d in ${LOCKSTEP_BIN:+"$LOCKSTEP_BIN"} "$ops_root/_build/check"; do
+		if [ -x "$d/$1" ]; then
+			echo "$d/$1"
+			return 0
+		fi
+	done
+	command -v "$1" 2>/dev/null && return 0
+	printf '%s: %s not built (run ops/quickstart or ops/check, or set LOCKSTEP_BIN)\n' \
+		"${0##*/}" "$1" >&2
+	return 2
+}
+bindir() {
+	local b
+	b=$(bin lockstep-sequencer) || return 2
+	dirname "$b"
+}
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
 # Installs what is missing (as root, with apt-get), or says what to install.
