@@ -1,0 +1,217 @@
+/* lockstep-bench: the load's report: the counts, throughput, latency
+ * percentiles and CPU times as text, the same as JSON (--json) with the
+ * percentile curves, the curves plotted by gnuplot (--png), and the
+ * --check-matches summary. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static void json_hist(FILE *f, const struct hist *h)
+{
+	fprintf(f,
+		"{\"n\": %llu, \"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"p99.9\": %.1f, "
+		"\"p99.99\": %.1f, \"max\": %.1f}",
+		(unsigned long long)h->count, hist_percentile(h, 50) / 1e3,
+		hist_percentile(h, 90) / 1e3, hist_percentile(h, 99) / 1e3,
+		hist_percentile(h, 99.9) / 1e3, hist_percentile(h, 99.99) / 1e3, h->max / 1e3);
+}
+
+/* The percentile curve: points at 1 - 10^(-k/10), k = 0..50 (0% to
+ * 99.999%), then the max; x is k / 10 (log10 of 1 / (1 - p)). */
+#define CURVE_POINTS 51
+static double curve_p(int k)
+{
+	return 100.0 * (1.0 - pow(10.0, -k / 10.0));
+}
+
+static void json_curve(FILE *f, const struct hist *h)
+{
+	fputc('[', f);
+	for (int k = 0; k < CURVE_POINTS && h->count; k++) {
+		double p = curve_p(k);
+
+		if (k && (1.0 - p / 100.0) * (double)h->count < 1.0)
+			break; /* past what this many samples can tell */
+		fprintf(f, "%s[%.4f, %.1f]", k ? ", " : "", p, hist_percentile(h, p) / 1e3);
+	}
+	if (h->count)
+		fprintf(f, ", [100, %.1f]", h->max / 1e3);
+	fputc(']', f);
+}
+
+static void plot_png(const char *png, const char *title)
+{
+	FILE *g = popen("gnuplot 2>/dev/null", "w");
+	int any = 0;
+
+	if (!g) {
+		fprintf(stderr, PROG ": --png: cannot run gnuplot\n");
+		return;
+	}
+	for (int h = 0; h < H_N; h++) {
+		if (!hists[h].count)
+			continue;
+		fprintf(g, "$%s << EOD\n", h_names[h]);
+		for (int k = 0; k < CURVE_POINTS; k++) {
+			double p = curve_p(k);
+
+			if (k && (1.0 - p / 100.0) * (double)hists[h].count < 1.0)
+				break;
+			fprintf(g, "%.2f %.3f\n", k / 10.0, hist_percentile(&hists[h], p) / 1e3);
+		}
+		fprintf(g, "EOD\n");
+	}
+	fprintf(g,
+		"set terminal png size 960,600\n"
+		"set output '%s'\n"
+		"set title \"%s\" noenhanced\n"
+		"set xlabel 'percentile'\nset ylabel 'latency (us)'\n"
+		"set logscale y\nset grid\nset key top left\n"
+		"set xtics ('0%%%%' 0, '90%%%%' 1, '99%%%%' 2, '99.9%%%%' 3, '99.99%%%%' 4, '99.999%%%%' 5)\n"
+		"set xrange [0:5]\nplot ",
+		png, title);
+	for (int h = 0; h < H_N; h++)
+		if (hists[h].count)
+			fprintf(g, "%s$%s using 1:2 with linespoints title '%s'", any++ ? ", " : "",
+				h_names[h], h_names[h]);
+	fputc('\n', g);
+	if (pclose(g) != 0)
+		fprintf(stderr, PROG ": --png: gnuplot failed (is gnuplot-nox installed?)\n");
+}
+
+void report_text(const struct load *l, const struct load_figures *f)
+{
+	uint64_t ans_enter = counts.accepted + counts.rejected;
+	uint64_t ans_cxl = counts.canceled + counts.cancel_rejects;
+	uint64_t ans_repl = counts.replaced + counts.replace_dead;
+
+	printf("orders:      %llu sent, %llu answered (%llu rejected), %llu unanswered\n",
+	       (unsigned long long)counts.enters, (unsigned long long)ans_enter,
+	       (unsigned long long)counts.rejected, (unsigned long long)(counts.enters - ans_enter));
+	printf("cancels:     %llu sent, %llu answered (%llu Cancel Reject), %llu unanswered\n",
+	       (unsigned long long)counts.cancels, (unsigned long long)ans_cxl,
+	       (unsigned long long)counts.cancel_rejects, (unsigned long long)(counts.cancels - ans_cxl));
+	printf("replaces:    %llu sent, %llu answered (%llu on orders that had left the book), "
+	       "%llu unanswered\n",
+	       (unsigned long long)counts.replaces, (unsigned long long)ans_repl,
+	       (unsigned long long)counts.replace_dead, (unsigned long long)(counts.replaces - ans_repl));
+	printf("executions:  %llu Executed messages, %llu other cancels (IOC rest, self-match)\n",
+	       (unsigned long long)counts.executions, (unsigned long long)counts.canceled_other);
+	if (counts.undecodable || counts.unexpected)
+		printf("unexpected:  %llu undecodable messages, %llu answers to nothing pending\n",
+		       (unsigned long long)counts.undecodable, (unsigned long long)counts.unexpected);
+	if (l->closed_loop)
+		printf("throughput:  offered closed loop (%u in flight per session%s), achieved %.0f "
+		       "orders/s over %.2f s",
+		       l->window, opt.max ? ", --max" : "", f->achieved, f->secs);
+	else
+		printf("throughput:  offered %.0f orders/s open loop, achieved %.0f orders/s over %.2f s",
+		       opt.rate, f->achieved, f->secs);
+	printf(" (%u sessions, %u %s%s)\n", n_sessions, l->n_gw,
+	       opt.baseline ? "relays" : "gateways", opt.warmup > 0 ? ", after the warm-up" : "");
+	printf("mix:        ");
+	for (int k = 0; k < MIX_N; k++)
+		printf(" %s %u", mix_names[k], opt.mix[k]);
+	printf(" (weights); at most %u resting per session\n", opt.depth);
+	for (int h = 0; h < H_N; h++)
+		if (hists[h].count || h == H_ACCEPTED)
+			hist_print(&hists[h], stdout, h_labels[h], 1000.0);
+	printf("cpu:        ");
+	for (unsigned i = 0; i < n_procs; i++)
+		printf(" %s %.2f s (%.0f%%)%s", procs[i].name, procs[i].cpu1 - procs[i].cpu0,
+		       100 * (procs[i].cpu1 - procs[i].cpu0) / (f->wall > 0 ? f->wall : 1),
+		       procs[i].gone ? " (exited)" : "");
+	printf(" bench %.2f s (%.0f%%)\n", f->cpu_self, 100 * f->cpu_self / (f->wall > 0 ? f->wall : 1));
+}
+
+int report_json(const struct load *l, const struct load_figures *fg)
+{
+	uint64_t ans_enter = counts.accepted + counts.rejected;
+	uint64_t ans_cxl = counts.canceled + counts.cancel_rejects;
+	FILE *f = fopen(opt.json, "w");
+
+	if (!f) {
+		fprintf(stderr, PROG ": %s: %s\n", opt.json, strerror(errno));
+		return -1;
+	}
+	fprintf(f,
+		"{\"target\": \"%s\", \"mode\": \"%s\", \"sessions\": %u, \"gateways\": %u, "
+		"\"offered_per_s\": %.0f, \"window\": %u, \"achieved_per_s\": %.0f, "
+		"\"seconds\": %.3f, \"warmup\": %.3f, \"seed\": %llu,\n",
+		opt.baseline ? "baseline" : "lockstep",
+		opt.max ? "max" : l->closed_loop ? "closed" : "open", n_sessions, l->n_gw,
+		l->closed_loop ? 0 : opt.rate, l->closed_loop ? l->window : 0, fg->achieved, fg->secs,
+		opt.warmup, (unsigned long long)opt.seed);
+	fprintf(f,
+		" \"sent\": {\"enter\": %llu, \"cancel\": %llu, \"replace\": %llu}, "
+		"\"unanswered\": %llu, \"rejected\": %llu, \"cancel_rejects\": %llu, "
+		"\"replace_dead\": %llu, \"executions\": %llu,\n",
+		(unsigned long long)counts.enters, (unsigned long long)counts.cancels,
+		(unsigned long long)counts.replaces, (unsigned long long)fg->in_flight,
+		(unsigned long long)counts.rejected, (unsigned long long)counts.cancel_rejects,
+		(unsigned long long)counts.replace_dead, (unsigned long long)counts.executions);
+	/* the first version's keys, kept */
+	fprintf(f,
+		" \"orders\": %llu, \"answered\": %llu, \"cancels\": %llu, "
+		"\"cancels_unanswered\": %llu, \"orders_per_s\": %.0f, \"accept_us\": ",
+		(unsigned long long)counts.enters, (unsigned long long)ans_enter,
+		(unsigned long long)counts.cancels, (unsigned long long)(counts.cancels - ans_cxl),
+		fg->achieved);
+	json_hist(f, &hists[H_ACCEPTED]);
+	fprintf(f, ",\n \"latency_us\": {");
+	for (int h = 0; h < H_N; h++) {
+		fprintf(f, "%s\"%s\": ", h ? ", " : "", h_names[h]);
+		json_hist(f, &hists[h]);
+	}
+	fprintf(f, "},\n \"curve_us\": {");
+	for (int h = 0; h < H_N; h++) {
+		fprintf(f, "%s\"%s\": ", h ? ", " : "", h_names[h]);
+		json_curve(f, &hists[h]);
+	}
+	fprintf(f, "},\n \"mix\": {");
+	for (int k = 0; k < MIX_N; k++)
+		fprintf(f, "%s\"%s\": %u", k ? ", " : "", mix_names[k], opt.mix[k]);
+	fprintf(f, "},\n \"cpu_s\": {");
+	for (unsigned i = 0; i < n_procs; i++)
+		fprintf(f, "\"%s\": %.3f, ", procs[i].name, procs[i].cpu1 - procs[i].cpu0);
+	fprintf(f, "\"bench\": %.3f}, \"wall_s\": %.3f}\n", fg->cpu_self, fg->wall);
+	fclose(f);
+	return 0;
+}
+
+void report_png(const struct load *l, const struct load_figures *f)
+{
+	char title[160];
+
+	snprintf(title, sizeof(title), "%s: %s %.0f orders/s, %u sessions",
+		 opt.baseline ? "baseline relay" : "lockstep",
+		 l->closed_loop ? "closed loop, achieved" : "open loop",
+		 l->closed_loop ? f->achieved : opt.rate, n_sessions);
+	plot_png(opt.png, title);
+}
+
+int report_matches(void)
+{
+	uint64_t pairs = 0, one_sided = 0, bad = 0;
+
+	for (uint64_t h = 0; h <= match_mask; h++) {
+		const struct match_slot *m = &matches[h];
+
+		if (!m->match)
+			continue;
+		if (m->bad)
+			bad++;
+		else if (m->seen != 15)
+			one_sided++;
+		else
+			pairs++;
+	}
+	printf("matches:     %llu with both sides agreeing, %llu with one side only, "
+	       "%llu disagreeing or doubled\n",
+	       (unsigned long long)pairs, (unsigned long long)one_sided,
+	       (unsigned long long)bad);
+	return one_sided + bad ? 1 : 0;
+}

@@ -1,0 +1,124 @@
+/* lockstep-replay: what the subcommands share (private to the binary): the
+ * journal opened read-only, the progress line, decoded events and their
+ * printing, and the packer that groups records into MoldUDP64 packets. */
+#ifndef LOCKSTEP_REPLAY_H
+#define LOCKSTEP_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "journal.h"
+#include "lockstep.pb-c.h"
+#include "moldudp64.h"
+#include "tape.h"
+
+#define PROG "lockstep-replay"
+#define ARENA_BYTES (1u << 16) /* one Command unpacked at a time */
+#define PROGRESS_EVERY 0x3fffu /* events between looks at the clock */
+
+/* ---- main.c: usage and option values --------------------------------------- */
+
+void usage(FILE *f);
+/* Prints "lockstep-replay: <message> (see lockstep-replay --help)"; returns 2. */
+int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A decimal u64 with nothing else: 0, or -1 (out untouched). */
+int parse_u64(const char *s, uint64_t *out);
+/* --from SEQ and --to SEQ (not 0): 0, or 2 with a message. */
+int opt_from(const char *arg, uint64_t *from);
+int opt_to(const char *arg, uint64_t *to);
+
+/* ---- the subcommands: argv[0] is the subcommand's name; exit status -------- */
+
+int cmd_verify(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_pcap(int argc, char **argv);
+int cmd_send(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+
+/* ---- tapedir.c: a journal directory, read-only ------------------------------ */
+
+struct tapedir {
+	const char *dir;
+	struct journal *j;
+	struct journal_report rep;
+	uint64_t first, last; /* the good records; 0, 0 when none */
+};
+
+/* Opens `dir` read-only (with the per-record index when `index`). A bad
+ * record is a warning here (only verify fails on it): the records before it
+ * are used. Returns 0 or 2 (message printed). */
+int tapedir_open(struct tapedir *t, const char *dir, int warn_bad, int index);
+void tapedir_close(struct tapedir *t);
+/* Clamps [from, to] (to 0: the end) to the good records; 0 when that leaves
+ * something, else 1 with a message. */
+int tapedir_range(const struct tapedir *t, uint64_t *from, uint64_t *to);
+
+/* ---- progress.c: a progress line on stderr, when it is a terminal ---------- */
+
+struct progress {
+	int on, shown;
+	const char *what;
+	uint64_t lo, hi, start_ns, next_ns, n;
+};
+
+void progress_start(struct progress *p, const char *what, uint64_t lo, uint64_t hi);
+void progress_show(struct progress *p, uint64_t seq);
+void progress_end(struct progress *p);
+
+static inline void progress_tick(struct progress *p, uint64_t seq)
+{
+	if (p->on && (++p->n & PROGRESS_EVERY) == 0)
+		progress_show(p, seq);
+}
+
+/* ---- event.c: one record, decoded for reading ------------------------------- */
+
+struct event {
+	uint64_t seq, term; /* the record's */
+	struct tape_event_view v;
+	const char *bad; /* why it does not decode; NULL when it does */
+	const Lockstep__Command *cmd; /* body is a Command (in the arena) */
+	const Lockstep__TermStart *term_start;
+};
+
+/* Decodes into e (pointing into data and the arena, reset first). */
+void event_decode(struct event *e, uint64_t seq, uint64_t term, const uint8_t *data,
+		  size_t len, struct arena *a);
+/* One dump line: text, or a JSON object. */
+void event_print_text(FILE *f, const struct event *e);
+void event_print_json(FILE *f, const struct event *e);
+
+/* ---- packer.c: the tape as MoldUDP64 datagrams ------------------------------ */
+
+/* Packs consecutive records into MoldUDP64 packets the way the sequencer
+ * sends them: the events of one sequencer batch carry one timestamp, so a
+ * packet holds consecutive events with equal timestamps, up to `max` bytes
+ * (an event too large for that alone gets a packet of its own size). */
+struct packer {
+	struct mold_session session;
+	size_t max;
+	struct mold_builder b;
+	int open;
+	uint64_t ts; /* of the open packet's events */
+	uint64_t last_ts; /* of the last event (for one that does not decode) */
+};
+
+/* The timestamp a record's event carries (the previous one's when it does
+ * not decode). */
+uint64_t packer_record_ts(struct packer *p, const uint8_t *data, size_t len);
+/* Whether the record (with timestamp ts) belongs to the open packet, and
+ * fits in it: then it is added. */
+int packer_add(struct packer *p, uint64_t ts, const uint8_t *data, size_t len);
+/* Starts a packet in buf (cap >= MOLD_MAX_PACKET) with the record at seq. */
+void packer_start(struct packer *p, uint8_t *buf, uint64_t seq, uint64_t ts,
+		  const uint8_t *data, size_t len);
+/* Closes the open packet; its length. */
+size_t packer_end(struct packer *p);
+/* A record too large for any MoldUDP64 packet (a block length is 16 bits and
+ * a UDP payload at most 65507 bytes) cannot go out. */
+int packer_fits(size_t len);
+
+#endif
