@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "net.h"
+#include "rxpath.h"
 #include "replay.h"
 #include "wire.h"
 
@@ -143,9 +144,9 @@ static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 		/* lockstep's "too old" answer (common/rx.h): a heartbeat carrying
 		 * the oldest seq held, to the requester only; then what is held */
 		uint8_t hb[MOLD_HEADER_LEN];
+		size_t n_hb = rxpath_too_old_answer(hb, &s->pk.session, "tape", q.seq, s->t->first);
 
-		mold_build_heartbeat(hb, &s->pk.session, s->t->first);
-		sendto(s->rfd, hb, sizeof(hb), 0, (const struct sockaddr *)from, sizeof(*from));
+		sendto(s->rfd, hb, n_hb, 0, (const struct sockaddr *)from, sizeof(*from));
 		s->st.too_old++;
 	}
 	seq = q.seq < s->t->first ? s->t->first : q.seq;
