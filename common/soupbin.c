@@ -6,7 +6,9 @@
  * a fixed-size type's length once 3 are. Every check depends only on the
  * bytes, so any split of the stream yields the same packets and the same
  * error. */
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "soupbin.h"
 
@@ -112,6 +114,25 @@ void soup_parser_feed(struct soup_parser *p, size_t n)
 	if (n > p->cap - p->end) /* more than soup_parser_space() offered */
 		n = p->cap - p->end;
 	p->end += n;
+}
+
+long soup_parser_recv(struct soup_parser *p, int fd, size_t *room_out)
+{
+	size_t room;
+	uint8_t *at = soup_parser_space(p, &room);
+	ssize_t n;
+
+	if (room_out)
+		*room_out = room;
+	if (room == 0)
+		return 0;
+	n = recv(fd, at, room, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	soup_parser_feed(p, (size_t)n);
+	return (long)n;
 }
 
 size_t soup_parser_push(struct soup_parser *p, const void *data, size_t n)

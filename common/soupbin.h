@@ -84,6 +84,12 @@ void soup_parser_init(struct soup_parser *p, uint8_t *buf, size_t cap, uint16_t 
 /* Where the next read() may write, and how much; compacts as needed. */
 uint8_t *soup_parser_space(struct soup_parser *p, size_t *room);
 void soup_parser_feed(struct soup_parser *p, size_t n);
+/* Reads what the stream socket fd holds into the free space (one
+ * non-blocking recv) and feeds it: the bytes read (> 0), 0 when nothing is
+ * there yet (EAGAIN, EINTR, or no room until packets are taken), -ECONNRESET
+ * when the peer closed, or another negative errno. *room_out (may be NULL)
+ * is the room the read was offered: less read than that means drained. */
+long soup_parser_recv(struct soup_parser *p, int fd, size_t *room_out);
 /* Copies `n` bytes in (for tests and for callers that do not read() in place);
  * returns how many fit. */
 size_t soup_parser_push(struct soup_parser *p, const void *data, size_t n);

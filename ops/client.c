@@ -167,19 +167,16 @@ static void handle_packet(struct session *s, const struct soup_packet *p)
 
 static void session_read(struct session *s)
 {
-	size_t room;
-	uint8_t *at = soup_parser_space(&s->parser, &room);
-	ssize_t n = recv(s->fd, at, room, MSG_DONTWAIT);
+	long n = soup_parser_recv(&s->parser, s->fd, NULL);
 	struct soup_packet p;
 	int err;
 
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (n == 0)
 		return;
-	if (n <= 0) {
-		session_close(s, n == 0 ? "closed by the gateway" : strerror(errno));
+	if (n < 0) {
+		session_close(s, n == -ECONNRESET ? "closed by the gateway" : strerror((int)-n));
 		return;
 	}
-	soup_parser_feed(&s->parser, (size_t)n);
 	while ((err = soup_parser_next(&s->parser, &p)) == SOUP_OK)
 		handle_packet(s, &p);
 	if (err != SOUP_E_AGAIN)

@@ -2,9 +2,12 @@
  * split of a stream gives the same packets, direction and length checks,
  * sticky errors, compaction, and tables of malformed input. */
 #include <check.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "soupbin.h"
 #include "testutil.h"
@@ -1077,6 +1080,32 @@ START_TEST(strerror_names_every_error)
 }
 END_TEST
 
+/* soup_parser_recv on a real stream socket: nothing yet, a packet, the
+ * peer gone. */
+START_TEST(recv_from_a_socket)
+{
+	uint8_t buf[256], pkt[64];
+	struct soup_parser p;
+	struct soup_packet out;
+	int sv[2], len;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	soup_parser_init(&p, buf, sizeof(buf), 100, SOUP_FROM_SERVER);
+	ck_assert_int_eq(soup_parser_recv(&p, sv[0], NULL), 0); /* nothing there */
+	len = soup_build_sequenced(pkt, sizeof(pkt), "hello", 5);
+	ck_assert_int_eq(write(sv[1], pkt, (size_t)len), len);
+	ck_assert_int_eq(soup_parser_recv(&p, sv[0], NULL), len);
+	ck_assert_int_eq(soup_parser_next(&p, &out), SOUP_OK);
+	ck_assert_int_eq(out.type, SOUP_SEQUENCED_DATA);
+	ck_assert_int_eq(out.len, 5);
+	ck_assert_mem_eq(out.payload, "hello", 5);
+	close(sv[1]);
+	ck_assert_int_eq(soup_parser_recv(&p, sv[0], NULL), -ECONNRESET);
+	close(sv[0]);
+	ck_assert_int_eq(soup_parser_recv(&p, sv[0], NULL), -EBADF);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("soupbin");
@@ -1098,6 +1127,7 @@ int main(void)
 	tcase_add_test(tc, errors_are_sticky);
 	tcase_add_test(tc, space_compacts);
 	tcase_add_test(tc, push_takes_what_fits);
+	tcase_add_test(tc, recv_from_a_socket);
 	tcase_add_loop_test(tc, malformed_streams, 0,
 			    (int)(sizeof(bad_streams) / sizeof(bad_streams[0])));
 	tcase_add_loop_test(tc, malformed_logins, 0,

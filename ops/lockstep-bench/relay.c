@@ -89,22 +89,18 @@ static void relay_read_client(struct relay *r, unsigned i)
 {
 	struct rclient *c = &r->cl[i];
 	struct soup_packet p;
-	size_t room;
-	uint8_t *at;
-	ssize_t n;
+	long n;
 	int err;
 
 	if (c->fd < 0)
 		return;
-	at = soup_parser_space(&c->parser, &room);
-	n = recv(c->fd, at, room, MSG_DONTWAIT);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+	n = soup_parser_recv(&c->parser, c->fd, NULL);
+	if (n < 0) {
 		relay_close(c);
 		return;
 	}
-	if (n < 0)
+	if (n == 0)
 		return;
-	soup_parser_feed(&c->parser, (size_t)n);
 	while ((err = soup_parser_next(&c->parser, &p)) == SOUP_OK) {
 		if (p.type == SOUP_LOGIN_REQUEST) {
 			int l = soup_build_login_accepted(c->tx + c->txlen, TXBUF - c->txlen, "BASELINE", 1);

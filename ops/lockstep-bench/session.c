@@ -414,16 +414,14 @@ int session_read(struct bsession *s, uint64_t now)
 {
 	for (int rounds = 0; rounds < 8; rounds++) {
 		size_t room;
-		uint8_t *at = soup_parser_space(&s->parser, &room);
-		ssize_t n = recv(s->fd, at, room, MSG_DONTWAIT);
+		long n = soup_parser_recv(&s->parser, s->fd, &room);
 		struct soup_packet p;
 		int err;
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		if (n == 0)
 			return 0;
-		if (n <= 0)
+		if (n < 0)
 			return -1;
-		soup_parser_feed(&s->parser, (size_t)n);
 		while ((err = soup_parser_next(&s->parser, &p)) == SOUP_OK)
 			if (p.type == SOUP_SEQUENCED_DATA)
 				on_message(s, p.payload, p.len, now);
@@ -459,18 +457,15 @@ int session_login(struct bsession *s, const char *addr)
 	if (send(s->fd, pkt, (size_t)len, MSG_NOSIGNAL) != len)
 		return -EIO;
 	while (mono_ns() < end) {
-		size_t room;
-		uint8_t *at = soup_parser_space(&s->parser, &room);
 		struct pollfd pf = { .fd = s->fd, .events = POLLIN };
-		ssize_t n;
+		long n;
 
 		poll(&pf, 1, 100);
-		n = recv(s->fd, at, room, MSG_DONTWAIT);
-		if (n == 0)
+		n = soup_parser_recv(&s->parser, s->fd, NULL);
+		if (n == -ECONNRESET)
 			return -ECONNRESET;
-		if (n < 0)
+		if (n <= 0)
 			continue;
-		soup_parser_feed(&s->parser, (size_t)n);
 		if (soup_parser_next(&s->parser, &p) == SOUP_OK)
 			return p.type == SOUP_LOGIN_ACCEPTED ? 0 : -EACCES;
 	}
