@@ -166,3 +166,28 @@ h1=$(status_field matcher-1 hash) s1=$(status_field matcher-1 seq)
 h2=$(status_field matcher-2 hash) s2=$(status_field matcher-2 seq)
 [ "$s1" = "$s2" ] && [ "$h1" = "$h2" ] || fail "replicas disagree: $s1/$h1 vs $s2/$h2"
 echo "ok: every matching rule; both replicas at seq $s1 with hash $h1"
+
+# STATS through the daemon skeleton: every daemon flags its own gauges, and
+# lockstepctl --prometheus follows the flags (a level has no _total).
+prom=$T/prom.txt
+for n in seq-1 matcher-1 gw-1; do node_ctl "$n" stats --prometheus; done >"$prom" ||
+	fail "stats --prometheus"
+for g in journal_bytes commit orders_open sessions cmd_next tokens; do
+	grep -q "^# TYPE lockstep_$g gauge\$" "$prom" || fail "$g is not a gauge: $(grep "lockstep_$g" "$prom" | head -2)"
+done
+for c in commands_sequenced events_applied logins; do
+	grep -q "^# TYPE lockstep_${c}_total counter\$" "$prom" || fail "$c is not a counter"
+done
+# an operation a daemon does not answer is refused the same way by each
+for n in matcher-1 gw-1; do
+	out=$(node_ctl "$n" step-down 2>&1) && fail "$n answered step-down"
+	case $out in *"not supported by the ${n%-1}"*) ;; *"not supported by the gateway"*) ;;
+	*) fail "$n: step-down: $out" ;; esac
+done
+# a bad configuration exits 2 in every daemon, before anything starts
+for d in lockstep-sequencer lockstep-matcher lockstep-gateway; do
+	rc=0
+	"$top_builddir/$d" --set node.nope=1 >/dev/null 2>&1 || rc=$?
+	[ $rc -eq 2 ] || fail "$d: a bad configuration exited $rc, not 2"
+done
+echo "ok: gauges and counters flagged by the daemons; one refusal and one exit status for all"
