@@ -1,7 +1,7 @@
-/* The matcher's snapshot files (layout in matcher.h) and its exec block
- * encoding, shared by the daemon (matcher.c) and lockstep-replay rebuild
- * (ops/replay.c), so that an offline rebuild writes the very files, and
- * counts the very exec blocks, that a live matcher does. */
+/* The matcher's snapshot files, shared by the daemon (matcher/snapshot.c
+ * also holds its snapshot directory) and lockstep-replay rebuild
+ * (ops/replay.c), so that an offline rebuild writes the very files that a
+ * live matcher does. */
 #ifndef LOCKSTEP_MATCHER_SNAPSHOT_H
 #define LOCKSTEP_MATCHER_SNAPSHOT_H
 
@@ -10,9 +10,19 @@
 
 #include "engine.h"
 
+/* Snapshots: <state_dir>/snapshots/snap-<tape seq, 20 digits>.lss, written by
+ * a forked child (copy-on-write: the event loop does not wait for it) to a
+ * .tmp file, fsynced and renamed. Layout (little-endian): a 64-byte header
+ * { char magic[8] "LSSNAP\0\1", u32 version (1), u32 partition, u64 tape
+ * seq (the last event applied), u64 exec_next (the next exec stream
+ * sequence number), u64 term, u64 commit, u64 engine_hash, u64 body length },
+ * the engine's snapshot (engine_snapshot_write), then two u32 CRC32Cs: of
+ * the header, and of the body. At start-up the newest snapshot that passes every check
+ * (magic, version, partition, length, CRC, a loaded state whose hash equals
+ * the header's) is loaded and the tape is replayed from the next seq through
+ * retransmission; any other is skipped with a warning. */
+#define MATCHER_SNAP_VERSION 1u
 #define MATCHER_SNAP_HDR_LEN 64
-/* bytes per exec block in the matcher's ring: u16 length + 14 + OUCH_MAX_LEN */
-#define MATCHER_EXEC_SLOT 128
 
 /* The header's fields, in file order (little-endian hosts). */
 struct matcher_snap_hdr {
@@ -36,12 +46,5 @@ int matcher_snapshot_load(const char *path, uint32_t partition, struct engine *e
 
 /* The file name of the snapshot of tape seq `seq` in `dir`. */
 void matcher_snapshot_path(char *out, size_t cap, const char *dir, uint64_t seq);
-
-/* Encodes one engine output as an exec block (wire.h's exec header and the
- * OUCH message) into block[MATCHER_EXEC_SLOT - 2]: its length, or a negative
- * OUCH error (the matcher then emits no block and its exec_next stays). */
-struct ouch_msg;
-int matcher_exec_encode(uint8_t *block, uint64_t tape_seq, const char *user,
-			const struct ouch_msg *msg);
 
 #endif

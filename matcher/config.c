@@ -1,0 +1,90 @@
+/* The matcher's configuration: the [node] and [matcher] keys of
+ * struct matcher_config (matcher.h), with their defaults, ranges and help. */
+#include <stddef.h>
+
+#include "config.h"
+#include "matcher_private.h"
+
+#define OFF(f) offsetof(struct matcher_config, f)
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a number macro's value, in a help string */
+static const struct config_key matcher_keys[] = {
+	DAEMON_NODE_KEYS(struct matcher_config, node),
+	{ "matcher", "partition", CONFIG_UINT, OFF(partition), 0, "0", 0, 1023, NULL,
+	  "the partition this replica serves" },
+	{ "matcher", "tape_group", CONFIG_STRING, OFF(tape_group), 64, NULL, 0, 0, NULL,
+	  "multicast group:port of the tape" },
+	{ "matcher", "tape_iface", CONFIG_STRING, OFF(tape_iface), 64, "127.0.0.1", 0, 0, NULL,
+	  "interface (name or address) to receive the tape and send executions on" },
+	{ "matcher", "tape_session", CONFIG_STRING, OFF(tape_session), 16, "TAPE", 0, 0, NULL,
+	  "MoldUDP64 session name of the tape" },
+	{ "matcher", "tape_retrans", CONFIG_STRING, OFF(tape_retrans),
+	  sizeof(((struct matcher_config *)0)->tape_retrans), NULL, 0, 0, NULL,
+	  "comma-separated host:port of the tape's retransmission servers, each sequencer "
+	  "node (at most " STR(RX_MAX_SERVERS) "), asked in turn" },
+	{ "matcher", "exec_group", CONFIG_STRING, OFF(exec_group), 64, NULL, 0, 0, NULL,
+	  "multicast group:port of this partition's execution stream" },
+	{ "matcher", "exec_retrans", CONFIG_STRING, OFF(exec_retrans), 64, NULL, 0, 0, NULL,
+	  "host:port where this replica serves execution retransmissions" },
+	{ "matcher", "symbols", CONFIG_STRING, OFF(symbols), 512,
+	  "AAPL MSFT AMZN GOOG META NVDA TSLA INTC", 0, 0, NULL,
+	  "the symbols this partition trades, separated by spaces" },
+	{ "matcher", "max_shares", CONFIG_UINT, OFF(max_shares), 0, "1000000", 1, 4294967295.0,
+	  NULL, "largest order size; larger orders are rejected" },
+	{ "matcher", "max_orders", CONFIG_UINT, OFF(max_orders), 0, "1048576", 16, 1 << 28, NULL,
+	  "open orders at once (preallocated)" },
+	{ "matcher", "max_tokens", CONFIG_UINT, OFF(max_tokens), 0, "4194304", 16, 1 << 30, NULL,
+	  "order tokens remembered for the day (preallocated)" },
+	{ "matcher", "max_levels", CONFIG_UINT, OFF(max_levels), 0, "4096", 4, 1 << 20, NULL,
+	  "price levels per side per symbol" },
+	{ "matcher", "ring", CONFIG_UINT, OFF(ring), 0, "1048576", 1024, 1 << 26, NULL,
+	  "execution blocks kept in memory for retransmission" },
+	{ "matcher", "rcvbuf", CONFIG_SIZE, OFF(rcvbuf), 0, "8M", 0, 0, NULL,
+	  "receive buffer of the tape sockets (SO_RCVBUFFORCE, else capped by rmem_max)" },
+	{ "matcher", "sndbuf", CONFIG_SIZE, OFF(sndbuf), 0, "4M", 0, 0, NULL,
+	  "send buffer of the execution socket" },
+	{ "matcher", "heartbeat", CONFIG_DURATION, OFF(heartbeat_ns), 0, "100ms", 0, 0, NULL,
+	  "execution stream heartbeat interval when idle" },
+	{ "matcher", "retrans_wait", CONFIG_DURATION, OFF(retrans_wait_ns), 0, "10ms", 1e5, 60e9,
+	  NULL, "wait before asking again for a tape range still missing (doubles each time)" },
+	{ "matcher", "retrans_wait_max", CONFIG_DURATION, OFF(retrans_wait_max_ns), 0, "1s", 1e5,
+	  600e9, NULL, "longest wait between two requests for one range" },
+	{ "matcher", "request_delay", CONFIG_DURATION, OFF(request_delay_ns), 0, "2ms", 0, 10e9,
+	  NULL, "the first request for a new gap waits a random time up to this" },
+	{ "matcher", "reorder_window", CONFIG_UINT, OFF(reorder_window), 0, "65536", 2, 1 << 24,
+	  NULL, "tape events held ahead of a gap (sequence numbers)" },
+	{ "matcher", "reorder_bytes", CONFIG_SIZE, OFF(reorder_bytes), 0, "16M", 4096,
+	  4294967295.0, NULL, "memory for the tape events held ahead of a gap" },
+	{ "matcher", "drop_rate", CONFIG_DOUBLE, OFF(drop_rate), 0, "0", 0, 1, NULL,
+	  "loss generator for tests: fraction of received datagrams thrown away" },
+	{ "matcher", "drop_seed", CONFIG_UINT, OFF(drop_seed), 0, "1", 0, 0, NULL,
+	  "loss generator seed: the same seed loses the same packets" },
+	{ "matcher", "batch", CONFIG_UINT, OFF(batch), 0, "64", 1, 1024, NULL,
+	  "datagrams per recvmmsg/sendmmsg" },
+	{ "matcher", "snapshot_interval", CONFIG_UINT, OFF(snapshot_interval), 0, "1000000", 0,
+	  1e15, NULL, "write a snapshot every this many tape seqs (0: only on request)" },
+	{ "matcher", "snapshot_keep", CONFIG_UINT, OFF(snapshot_keep), 0, "3", 1, 1000, NULL,
+	  "snapshots kept in <state_dir>/snapshots (older ones are deleted)" },
+	{ "matcher", "max_datagram", CONFIG_UINT, OFF(max_datagram), 0, "1472", 64, 65507, NULL,
+	  "largest execution datagram" },
+	{ "matcher", "checkpoint_interval", CONFIG_UINT, OFF(checkpoint_interval), 0, "1000", 0,
+	  1e15, NULL,
+	  "multicast the state hash every this many tape seqs and compare it with the other "
+	  "replicas' (0: off)" },
+	{ "matcher", "checkpoint_group", CONFIG_STRING, OFF(checkpoint_group), 64, "", 0, 0, NULL,
+	  "multicast group:port the partition's replicas exchange checkpoints on (default: "
+	  "exec_group's address + 1, exec_group's port)" },
+	{ "matcher", "replicas", CONFIG_UINT, OFF(replicas), 0, "1", 1, CKPT_PEERS, NULL,
+	  "replicas of this partition: a majority of them (replicas / 2 + 1) that agrees on "
+	  "another state hash at a checkpoint stops this one (1: never outvoted)" },
+	{ "matcher", "replica", CONFIG_UINT, OFF(replica), 0, "0", 0, CKPT_PEERS - 1, NULL,
+	  "this replica's index in its partition (0..replicas-1): staggers the replicas' "
+	  "snapshots over snapshot_interval, so that they never write one at once" },
+	{ "matcher", "test_fault_diverge_at", CONFIG_UINT, OFF(test_fault_diverge_at), 0, "0", 0,
+	  0, NULL,
+	  "tests only: after the event at this tape seq, book an order that is not on the "
+	  "tape, so that this replica diverges (0: off)" },
+	CONFIG_END,
+};
+
+const struct config_spec matcher_config_spec = { .keys = matcher_keys };

@@ -1,0 +1,151 @@
+/* The matcher's control side (common/daemon.h): STATUS, STATS with its
+ * COUNTER/GAUGE tables, the SNAPSHOT operation, and the daemon_ops table
+ * that daemon_main() runs the matcher from. */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "counters.h"
+#include "daemon.h"
+#include "engine.h"
+#include "lockstep.pb-c.h"
+#include "log.h"
+#include "macros.h"
+#include "matcher_private.h"
+#include "net.h"
+#include "rx.h"
+
+/* STATS: struct matcher_stats in its order, then the receiver's, the
+ * host's and the engine's values (matcher_stats()). */
+static const struct counter_def stat_defs[] = {
+	COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_wrong_session),
+	COUNTER(tape_duplicates), COUNTER(tape_gaps), COUNTER(tape_fenced),
+	COUNTER(events_applied), COUNTER(events_other_partition), COUNTER(events_malformed),
+	COUNTER(retrans_requests_sent), COUNTER(exec_blocks), COUNTER(exec_packets),
+	COUNTER(exec_send_errors), COUNTER(exec_requests_served), COUNTER(exec_requests_too_old),
+	COUNTER(exec_requests_bad), COUNTER(exec_blocks_resent), COUNTER(heartbeats_sent),
+	COUNTER(rxq_dropped), COUNTER(tape_answers), COUNTER(tape_too_old),
+	COUNTER(tape_unrecoverable), COUNTER(exec_requests_dropped), COUNTER(drops_injected),
+	COUNTER(drops_injected_data), COUNTER(snapshots_written), COUNTER(snapshots_failed),
+	COUNTER(snapshots_skipped_busy), COUNTER(snapshots_rejected), COUNTER(checkpoints_sent),
+	COUNTER(checkpoint_send_errors), COUNTER(checkpoints_received), COUNTER(checkpoints_agreed),
+	COUNTER(checkpoints_diverged), COUNTER(checkpoints_undecided), COUNTER(checkpoint_dissents),
+	COUNTER(checkpoints_malformed), COUNTER(checkpoints_other_partition),
+	COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
+	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused),
+};
+_Static_assert(ARRAY_SIZE(stat_defs) == sizeof(struct matcher_stats) / sizeof(uint64_t),
+	       "a name for every counter");
+
+static const struct counter_def extra_defs[] = {
+	COUNTER(tape_blocks_requested), COUNTER(tape_held), COUNTER(tape_overflow),
+	COUNTER(tape_missing), COUNTER(kernel_rcvbuf_errors), COUNTER(rcvbuf_bytes),
+	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
+	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
+};
+
+static void matcher_status(void *self, Lockstep__ControlReply *r)
+{
+	struct matcher *m = self;
+
+	r->name = (char *)m->cfg->node.name;
+	r->state = (char *)matcher_state_names[m->state];
+	r->term = m->term;
+	r->seq = matcher_applied(m);
+	r->commit = m->commit;
+	r->hash = engine_hash(m->engine);
+	r->partition = (uint32_t)m->cfg->partition;
+	r->snapshot_seq = m->snap_last;
+	if (m->diverged)
+		r->message = m->div_msg;
+}
+
+static void matcher_stats(void *self, struct counters *out)
+{
+	struct matcher *m = self;
+	struct engine_stats es;
+	struct rx_stats rs;
+	struct net_udp_stats us = { 0 };
+
+	engine_get_stats(m->engine, &es);
+	rx_get_stats(m->tape_rx, &rs);
+	net_udp_stats_read(&us); /* the host's (namespace's) UDP counters */
+	m->st.tape_duplicates = rs.duplicates;
+	m->st.tape_gaps = rs.gaps;
+	m->st.retrans_requests_sent = rs.requests;
+	m->st.rxq_dropped = m->rxq_tape + m->rxq_req + m->rxq_retrans;
+	m->st.drops_injected = m->drop_tape.dropped + m->drop_req.dropped + m->drop_retrans.dropped;
+	m->st.drops_injected_data = m->drop_tape.dropped_data + m->drop_req.dropped_data;
+	counters_add_table(out, stat_defs, (const uint64_t *)&m->st, ARRAY_SIZE(stat_defs));
+	const uint64_t extra[] = {
+		rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx), us.rcvbuf_errors,
+		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
+		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
+	};
+	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
+	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));
+}
+
+/* SNAPSHOT: one now, of the state as applied. */
+static int matcher_control(void *self, const Lockstep__ControlRequest *req,
+			   Lockstep__ControlReply *r)
+{
+	static char msg[400];
+	struct matcher *m = self;
+
+	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT)
+		return 0;
+	if ((r->error = matcher_snapshot_take(m, matcher_applied(m))) < 0)
+		snprintf(msg, sizeof(msg), "snapshot not started: %s",
+			 m->diverged ? "this replica has diverged" : strerror(-r->error));
+	else
+		snprintf(msg, sizeof(msg), "snapshot of tape seq %llu being written to %s",
+			 (unsigned long long)matcher_applied(m), m->snap_dir);
+	r->message = msg;
+	return 1;
+}
+
+static int matcher_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
+{
+	int err = matcher_open((struct matcher **)self, loop, cfg);
+
+	if (err < 0)
+		log_err("cannot start: %s", strerror(-err));
+	return err;
+}
+
+static void matcher_daemon_stop(void *self)
+{
+	matcher_stop(self);
+}
+
+static void matcher_daemon_close(void *self)
+{
+	matcher_close(self);
+}
+
+static int matcher_exit_status(const void *self)
+{
+	return matcher_diverged(self) ? DAEMON_EXIT_DIVERGED : DAEMON_EXIT_OK;
+}
+
+const struct daemon_ops matcher_daemon = {
+	.prog = "lockstep-matcher",
+	.role = "matcher",
+	.about = "Applies the committed tape to the order books of one partition, in order, and\n"
+		 "publishes the executions as a MoldUDP64 stream; replicas of a partition\n"
+		 "publish identical streams and compare their state hashes at checkpoints.\n"
+		 "Exit status: 0 after a clean stop, 1 on a start-up or run-time failure, 2 on\n"
+		 "a usage or configuration error, 3 when the replica was outvoted at a\n"
+		 "checkpoint (diverged).",
+	.spec = &matcher_config_spec,
+	.cfg_size = sizeof(struct matcher_config),
+	.node_offset = offsetof(struct matcher_config, node),
+	.open = matcher_daemon_open,
+	.stop = matcher_daemon_stop,
+	.close = matcher_daemon_close,
+	.exit_status = matcher_exit_status,
+	.status = matcher_status,
+	.stats = matcher_stats,
+	.control = matcher_control,
+};

@@ -1,0 +1,210 @@
+/* The matcher daemon's private part: struct matcher and what its files
+ * share. matcher.c holds the tape intake and the state machine, exec.c the
+ * execution stream, checkpoint.c the replicas' votes, snapshot.c the
+ * snapshot directory, control.c STATUS, STATS and the daemon_ops table,
+ * config.c the [matcher] keys. A function shared among them is named
+ * matcher_<file>_...; only these files include this header. */
+#ifndef LOCKSTEP_MATCHER_PRIVATE_H
+#define LOCKSTEP_MATCHER_PRIVATE_H
+
+#include <ev.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arena.h"
+#include "checkpoint.h"
+#include "convert.h"
+#include "engine.h"
+#include "log.h"
+#include "matcher.h"
+#include "moldudp64.h"
+#include "net.h"
+#include "rx.h"
+
+#define RETRANS_PACKETS 64 /* packets answered per request at most */
+#define CKPT_WINDOW 64 /* checkpoints remembered (others' hashes, votes) */
+#define CKPT_PEERS 16 /* other replicas told apart by name; also the most [matcher] replicas */
+
+/* stalled: a part of the tape that no retransmission server holds any more
+ * is missing; the replica cannot go on by itself (logged as an error).
+ * diverged: outvoted at a checkpoint; final (see checkpoint.c). */
+enum matcher_state { M_STARTING, M_CATCHING_UP, M_LIVE, M_STALLED, M_DIVERGED, M_STATE_MAX };
+extern const char *const matcher_state_names[M_STATE_MAX];
+
+/* STATS lists these in this order (control.c). */
+struct matcher_stats {
+	uint64_t tape_packets, tape_malformed, tape_wrong_session, tape_duplicates, tape_gaps;
+	uint64_t tape_fenced, events_applied, events_other_partition, events_malformed;
+	uint64_t retrans_requests_sent, exec_blocks, exec_packets, exec_send_errors;
+	uint64_t exec_requests_served, exec_requests_too_old, exec_requests_bad;
+	uint64_t exec_blocks_resent, heartbeats_sent, rxq_dropped;
+	uint64_t tape_answers, tape_too_old, tape_unrecoverable, exec_requests_dropped;
+	uint64_t drops_injected, drops_injected_data;
+	uint64_t snapshots_written, snapshots_failed, snapshots_skipped_busy, snapshots_rejected;
+	uint64_t checkpoints_sent, checkpoint_send_errors, checkpoints_received;
+	uint64_t checkpoints_agreed, checkpoints_diverged, checkpoints_undecided;
+	uint64_t checkpoint_dissents, checkpoints_malformed, checkpoints_other_partition;
+	uint64_t checkpoints_out_of_window, checkpoints_ignored;
+	uint64_t exec_blocks_withheld, exec_requests_refused;
+};
+
+/* One checkpoint's votes: this replica's hash once it has applied the seq,
+ * and the others' as they arrive (before or after). */
+struct matcher_checkpoint_slot {
+	uint64_t seq; /* 0: unused */
+	uint64_t own; /* valid when own_known */
+	uint64_t hash[CKPT_PEERS]; /* peer k's, valid when bit k of present is set */
+	uint32_t present;
+	uint8_t own_known;
+	uint8_t vote; /* enum matcher_vote */
+};
+
+struct matcher {
+	struct ev_loop *loop;
+	const struct matcher_config *cfg;
+	struct engine *engine;
+	enum matcher_state state;
+	char *symbol_store;
+	const char *symbols[CONVERT_MAX_SYMBOLS];
+
+	/* the tape */
+	int tape_fd;
+	struct net_batch rx;
+	ev_io tape_io;
+	struct mold_session tape_session;
+	/* every sequencer node serves the tape up to its own commit position;
+	 * rx's server k is tape_retrans[k] */
+	struct sockaddr_in tape_retrans[RX_MAX_SERVERS];
+	unsigned n_retrans;
+	int req_fd; /* unicast: tape requests out, answers (and too-old answers) in */
+	ev_io req_io;
+	struct rx *tape_rx; /* gaps, reorder window, requests: the next event to apply */
+	struct rx_rng rng;
+	struct rx_drop drop_tape, drop_req, drop_retrans;
+	ev_timer rx_timer; /* when rx wants its next tick */
+	uint64_t now; /* mono time, read once per batch */
+	uint64_t rxq_tape, rxq_req, rxq_retrans; /* SO_RXQ_OVFL per socket */
+	uint64_t tick_applied; /* matcher_applied() at the last tick */
+	int rcvbuf_granted;
+	uint64_t term; /* highest term seen */
+	uint64_t commit;
+	int heard; /* a packet of the tape has arrived */
+	struct arena arena;
+
+	/* the execution stream */
+	int exec_fd, retrans_fd;
+	struct sockaddr_in exec_group;
+	struct mold_session exec_session;
+	struct net_batch tx, req_rx, req_tx;
+	struct mold_builder pkt;
+	unsigned pkt_slot; /* tx slot being built, or tx.n when none */
+	unsigned tx_count;
+	uint64_t exec_next; /* next exec sequence number */
+	uint64_t cur_tape_seq; /* the event being applied, for exec headers */
+	uint8_t *ring; /* cfg->ring slots of MATCHER_EXEC_SLOT bytes: u16 length + block */
+	uint64_t last_exec_send_ns;
+	ev_io retrans_io;
+
+	uint64_t exec_first; /* the oldest exec seq this process has produced (ring) */
+
+	/* snapshots */
+	char snap_dir[300];
+	pid_t snap_pid; /* the child writing one, 0: none */
+	ev_child snap_child; /* libev's default loop reaps children: its status comes here */
+	uint64_t snap_pending; /* its tape seq */
+	uint64_t snap_last; /* the newest complete snapshot's tape seq (or loaded one) */
+	uint64_t start_seq; /* the first tape seq to apply */
+
+	/* checkpoints: peer k is ck_peer[k] (names in order of first report) */
+	int ck_fd;
+	ev_io ck_io;
+	struct sockaddr_in ck_group;
+	struct net_batch ck_rx;
+	char ck_peer[CKPT_PEERS][MATCHER_CKPT_NAME_LEN + 1];
+	unsigned n_peers;
+	/* checkpoint seq C in ck[C / interval % CKPT_WINDOW] */
+	struct matcher_checkpoint_slot ck[CKPT_WINDOW];
+	uint64_t ck_last_agreed; /* the newest checkpoint seq agreed at, 0: none */
+	int ck_warned; /* the replicas-count warning was logged */
+	/* seq % snapshot_interval at which this replica writes a snapshot: a
+	 * snapshot slows its writer (fork's copy-on-write, a core for the
+	 * child), so the replicas take turns and one of them is always at full
+	 * speed for the gateways' first-copy arbitration */
+	uint64_t snap_phase;
+
+	/* divergence (final) and the test fault that causes it */
+	int diverged;
+	char div_msg[400]; /* the STATUS message once diverged */
+	uint64_t last_tape_ns; /* tape time of the last event applied */
+	int fault_active; /* the fault's order is being booked: its messages are swallowed */
+	int fault_booked; /* ... and was Accepted */
+
+	ev_timer tick;
+	struct matcher_stats st;
+};
+
+/* --- matcher.c: the tape intake and the state machine --- */
+
+/* Malformed input of any kind (tape, checkpoints): one budget for the log. */
+extern struct log_ratelimit matcher_rl_malformed;
+
+/* The last tape seq applied. */
+static inline uint64_t matcher_applied(const struct matcher *m)
+{
+	uint64_t next = m->tape_rx ? rx_next(m->tape_rx) : 1;
+
+	return next ? next - 1 : 0;
+}
+
+/* Logs a change of state; diverged is final: catching up or going live
+ * again does not undo it. */
+void matcher_set_state(struct matcher *m, enum matcher_state s);
+
+/* --- exec.c: the execution stream out and its retransmissions --- */
+
+/* Opens the exec socket (multicast out on [matcher] tape_iface) and the
+ * retransmission server's, bound to `local` ([matcher] exec_retrans). */
+int matcher_exec_open(struct matcher *m, const struct sockaddr_in *local);
+/* Starts serving retransmissions. */
+void matcher_exec_start(struct matcher *m);
+/* The engine's output callback (ctx: the matcher): one exec block per
+ * message, into the current packet and the retransmission ring. */
+void matcher_exec_emit(void *ctx, const char *user, const struct ouch_msg *msg);
+/* Sends the packets built so far. */
+void matcher_exec_flush(struct matcher *m);
+/* Drops the packets built and not sent yet (a replica found diverged). */
+void matcher_exec_drop_unsent(struct matcher *m);
+/* A heartbeat when nothing went out for [matcher] heartbeat (and the
+ * replica has not diverged). */
+void matcher_exec_heartbeat(struct matcher *m, uint64_t now);
+/* The end of session on the exec group. */
+void matcher_exec_end(struct matcher *m);
+
+/* --- checkpoint.c: this replica's votes and the others' --- */
+
+/* Opens the checkpoint group's socket (logs why not). */
+int matcher_checkpoint_open(struct matcher *m);
+/* Starts receiving the others' checkpoints, when the socket is open. */
+void matcher_checkpoint_start(struct matcher *m);
+/* This replica has applied checkpoint seq: multicast its hash, and vote
+ * (which may find it diverged). */
+void matcher_checkpoint_own(struct matcher *m, uint64_t seq);
+
+/* --- snapshot.c: the snapshot directory (<state_dir>/snapshots) --- */
+
+/* At start-up: removes unfinished snapshots, then loads the newest valid
+ * one into m->engine (recreated from ec after a failed load), else none
+ * (replay from seq 1). 0 or a negative errno (logged). */
+int matcher_snapshot_load_newest(struct matcher *m, const struct engine_config *ec);
+/* Starts a snapshot of the state after tape seq `seq` (the state now) in a
+ * child process: 0, -ESTALE (diverged), -EBUSY (one is being written) or
+ * a fork error. */
+int matcher_snapshot_take(struct matcher *m, uint64_t seq);
+/* At a stop: waits for a snapshot being written. */
+void matcher_snapshot_reap(struct matcher *m);
+/* A diverged replica's snapshots after its last agreed checkpoint are
+ * renamed so that a restart does not load them. */
+void matcher_snapshot_quarantine(struct matcher *m);
+
+#endif
