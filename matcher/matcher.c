@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "convert.h"
 #include "engine.h"
+#include "exec.h"
 #include "log.h"
 #include "matcher.h"
 #include "matcher_private.h"

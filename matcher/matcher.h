@@ -8,10 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checkpoint.h" /* the checkpoint codec and vote, for the tests and the fuzzer */
 #include "config.h"
 #include "daemon.h"
-#include "exec.h" /* the exec block encoding, for lockstep-replay rebuild */
 
 struct matcher_config {
 	struct node_config node;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "matcher.h"
+#include "checkpoint.h"
 #include "testutil.h"
 
 static const struct matcher_checkpoint ck1 = {

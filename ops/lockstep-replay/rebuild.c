@@ -12,6 +12,7 @@
 #include "config.h"
 #include "convert.h"
 #include "engine.h"
+#include "exec.h"
 #include "matcher.h"
 #include "replay.h"
 #include "snapshot.h"
@@ -57,8 +58,8 @@ struct rebuild_result {
 	double open_s, apply_s;
 };
 
-/* The engine's output, counted as the matcher's on_emit counts exec blocks
- * (the same encoding, matcher/snapshot.h): a snapshot's exec_next is 1 +
+/* The engine's output, counted as the matcher's matcher_exec_emit counts exec
+ * blocks (the same encoding, matcher/exec.h): a snapshot's exec_next is 1 +
  * this count. */
 static void rebuild_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 {

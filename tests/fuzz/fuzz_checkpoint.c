@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "matcher.h"
+#include "checkpoint.h"
 
 #define CKPT_FUZZ_PEERS 24 /* more than a matcher tells apart: the vote takes any n */
 
