@@ -1,0 +1,383 @@
+/* The gateways: the table of their command streams (one rx each, keyed by
+ * MoldUDP64 session), the intake of their datagrams on the command and
+ * request sockets, the requests for what is missing, and the rebuild of
+ * each gateway's next number from the journal. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "journal.h"
+#include "log.h"
+#include "macros.h"
+#include "moldudp64.h"
+#include "net.h"
+#include "raft.h"
+#include "rx.h"
+#include "rxpath.h"
+#include "seq_private.h"
+#include "tape.h"
+
+static unsigned gw_hash(const struct mold_session *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (unsigned i = 0; i < MOLD_SESSION_LEN; i++)
+		h = (h ^ (uint8_t)s->name[i]) * 16777619u;
+	return h & (SEQ_GW_SLOTS - 1);
+}
+
+/* 1 when the session is a name that survives the trip through an event's
+ * origin and back: printable ASCII, not blank, padded with spaces only. */
+static int gw_name_ok(const struct mold_session *sess)
+{
+	struct mold_session back;
+	char name[MOLD_SESSION_LEN + 1];
+
+	mold_session_str(sess, name);
+	return name[0] != '\0' && name[0] != ' ' && mold_session_set(&back, name) == 0 &&
+	       memcmp(back.name, sess->name, MOLD_SESSION_LEN) == 0;
+}
+
+/* Each gateway's stream goes through its own rx (common/rx.h): commands are
+ * sequenced in the gateway's order, those after a gap are held, and every
+ * missing range is asked for from the gateway with a request packet. The
+ * command bytes are copied, never decoded. */
+
+/* rx delivers gateway command `seq`, the next in order. */
+static int gw_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
+{
+	struct seq_gw *g = ctx;
+	struct sequencer *s = g->s;
+	int r;
+
+	if (s->fatal)
+		return RX_HOLD;
+	r = len ? seq_tape_emit(s, g, seq, data, len) : -EMSGSIZE;
+	if (r == -EMSGSIZE) {
+		/* Refused, not sequenced: the number stays expected. */
+		s->st.oversize_commands++;
+		log_ratelimited(&s->rl_oversize, LOG_LVL_WARNING,
+				"gateway %s: command %llu of %u bytes refused (empty or too long for "
+				"one tape datagram)",
+				g->name, (unsigned long long)seq, len);
+		return RX_REJECT;
+	}
+	if (r < 0) {
+		s->fatal = r;
+		return RX_HOLD;
+	}
+	g->next = seq + 1;
+	s->st.commands_sequenced++;
+	return RX_TAKEN;
+}
+
+/* Asks gateway g for [seq, seq + count) at the address it sends from. */
+static void gw_send_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
+{
+	struct seq_gw *g = ctx;
+	struct sequencer *s = g->s;
+	struct mold_request req = { .session = g->session, .seq = seq, .count = count };
+	uint8_t pkt[MOLD_REQUEST_LEN];
+
+	(void)server;
+	if (g->addr.sin_family != AF_INET)
+		return; /* never heard from: nowhere to ask */
+	mold_build_request(pkt, &req);
+	if (sendto(s->req_fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)&g->addr,
+		   sizeof(g->addr)) < 0) {
+		log_ratelimited(&s->rl_gap, LOG_LVL_WARNING, "gateway %s: request: %s", g->name,
+				strerror(errno));
+		return;
+	}
+	log_ratelimited(&s->rl_gap, LOG_LVL_INFO, "gateway %s: gap, asked for %u from %llu",
+			g->name, (unsigned)count, (unsigned long long)seq);
+}
+
+/* The gateway's journal no longer holds [from, to): nobody can send them,
+ * so the stream goes on after them, loudly. */
+static int gw_lost(void *ctx, uint64_t from, uint64_t to)
+{
+	struct seq_gw *g = ctx;
+
+	log_err("gateway %s: commands %llu..%llu are no longer in its journal: they are lost "
+		"and will never be sequenced",
+		g->name, (unsigned long long)from, (unsigned long long)(to - 1));
+	return 1;
+}
+
+static const struct rx_ops gw_rx_ops = { gw_deliver, gw_send_request, gw_lost };
+
+static int gw_rx_open(struct sequencer *s, struct seq_gw *g)
+{
+	const struct seq_config *c = &s->cfg;
+	uint64_t wait = c->request_interval_ns ? c->request_interval_ns : 10000000u;
+	struct rx_config rc = {
+		.window = c->reorder_window ? (uint32_t)c->reorder_window : 8192,
+		.ring_bytes = c->reorder_bytes ? c->reorder_bytes : 1u << 20,
+		.max_count = MOLD_MAX_COUNT,
+		.delay_ns = c->request_delay_ns,
+		.retry_ns = wait,
+		.retry_max_ns = c->request_interval_max_ns > wait ? c->request_interval_max_ns : wait,
+		.settle_ns = wait / 4, /* answers in flight are not asked again */
+		.n_servers = 1,
+		.rng = &s->rng,
+	};
+	int r = rx_create(&g->rx, &rc, &gw_rx_ops, g);
+
+	if (r < 0) {
+		log_err("gateway %s: receiver: %s", g->name, strerror(-r));
+		return r;
+	}
+	rx_start(g->rx, g->next);
+	return 0;
+}
+
+/* The gateway of session `s`, added when new; NULL when the table is full
+ * or its receiver cannot be made (*bad 0) or the name is unusable (*bad 1). */
+static struct seq_gw *gw_get(struct sequencer *s, const struct mold_session *sess, int *bad)
+{
+	unsigned i;
+
+	if (s->gw_last && memcmp(s->gw_last->session.name, sess->name, MOLD_SESSION_LEN) == 0)
+		return s->gw_last;
+	for (i = gw_hash(sess);; i = (i + 1) & (SEQ_GW_SLOTS - 1)) {
+		struct seq_gw *g = &s->gw[i];
+
+		if (g->used && memcmp(g->session.name, sess->name, MOLD_SESSION_LEN) == 0)
+			return s->gw_last = g;
+		if (!g->used)
+			break;
+	}
+	*bad = !gw_name_ok(sess);
+	if (*bad || s->n_gw >= SEQ_MAX_GATEWAYS)
+		return NULL;
+	s->gw[i] = (struct seq_gw){ .session = *sess, .used = 1, .next = 1, .s = s };
+	mold_session_str(sess, s->gw[i].name);
+	if (gw_rx_open(s, &s->gw[i]) < 0) {
+		s->gw[i].used = 0;
+		return NULL;
+	}
+	s->gw_list[s->n_gw++] = &s->gw[i];
+	return s->gw_last = &s->gw[i];
+}
+
+/* Arms rx_timer for the earliest request due on any gateway's stream. */
+static void gw_rx_arm(struct sequencer *s)
+{
+	uint64_t due = RX_NEVER;
+
+	for (unsigned i = 0; i < s->n_gw; i++)
+		due = rxpath_due_min(due, s->gw_list[i]->rx);
+	rxpath_arm(s->loop, &s->rx_timer, s->state == SEQ_PRIMARY ? due : RX_NEVER, mono_ns());
+}
+
+/* The gateway of session sess, made when new; NULL (counted and logged)
+ * when the name is unusable or the table full. */
+static struct seq_gw *gw_lookup(struct sequencer *s, const struct mold_session *sess)
+{
+	int bad = 0;
+	struct seq_gw *g = gw_get(s, sess, &bad);
+
+	if (!g && bad) {
+		s->st.malformed_packets++;
+		log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+				"command datagram with an unusable session name dropped");
+		return NULL;
+	}
+	if (!g) {
+		s->st.gateways_full++;
+		log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+				"more than %d gateways: datagram dropped", SEQ_MAX_GATEWAYS);
+	}
+	return g;
+}
+
+/* One datagram from a gateway; answer: it came to the request socket. */
+static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
+			 const struct sockaddr_in *from, int answer)
+{
+	struct mold_packet pkt;
+	struct seq_gw *g;
+	int r;
+
+	if (rx_drop(answer ? &s->drop_req : &s->drop_cmd, buf, len))
+		return 0;
+	s->st.packets_received++;
+	r = mold_parse(buf, len, NULL, s->cfg.max_datagram, &pkt);
+	if (r < 0) {
+		char a[32];
+
+		s->st.malformed_packets++;
+		net_format_addr(from, a, sizeof(a));
+		log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+				"malformed command datagram (%zu bytes) from %s: %s", len, a,
+				mold_strerror(r));
+		return 0;
+	}
+	g = gw_lookup(s, &pkt.session);
+	if (!g)
+		return 0;
+	if (answer) {
+		s->st.gateway_answers++;
+		if (pkt.kind == MOLD_HEARTBEAT) {
+			char what[MOLD_SESSION_LEN + 16];
+
+			s->st.gateway_too_old++;
+			snprintf(what, sizeof(what), "gateway %s", g->name);
+			rxpath_too_old(g->rx, 0, what, from, pkt.seq, s->now_ns);
+			return s->fatal;
+		}
+	} else {
+		g->addr = *from;
+	}
+	if (s->state != SEQ_PRIMARY) {
+		/* A standby: the primary sequences this; a new primary will ask
+		 * the gateway for whatever it has not journalled. */
+		s->st.commands_ignored++;
+		return 0;
+	}
+	if (raft_transfer_target(s->raft) != RAFT_NOBODY) {
+		/* Handing over: nothing new is sequenced here; the next
+		 * primary asks the gateway for it (or this one does, if the
+		 * hand-over is abandoned: the rx sees the gap). */
+		s->st.commands_handover++;
+		return 0;
+	}
+	if (pkt.kind == MOLD_DATA)
+		s->st.commands_received += pkt.count;
+	else if (!answer)
+		s->st.heartbeats_received++;
+	rx_packet(g->rx, &pkt, s->now_ns);
+	return s->fatal;
+}
+
+/* Datagrams from the gateways: their streams on cmd_fd, answers to our
+ * requests on req_fd. */
+static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sequencer *s = w->data;
+	int answer = w == &s->req_io;
+	int r;
+
+	(void)loop;
+	(void)revents;
+	for (uint64_t round = 0; round < s->cfg.drain; round++) {
+		int n = net_batch_recv_counted(&s->in, w->fd, answer ? &s->rxq_req : &s->rxq_cmd);
+
+		r = 0;
+		if (n <= 0) {
+			if (n < 0)
+				log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING, "recvmmsg: %s",
+						strerror(-n));
+			break;
+		}
+		s->now_ns = mono_ns();
+		s->now_wall = wall_ns();
+		for (int i = 0; i < n && r == 0; i++)
+			r = handle_packet(s, net_batch_slot(&s->in, (unsigned)i), s->in.lens[i],
+					  &s->in.addrs[i], answer);
+		if (r == 0)
+			r = seq_tape_flush(s);
+		if (r < 0) {
+			seq_fail(s, "journal", r);
+			return;
+		}
+		if ((unsigned)n < s->in.n)
+			break;
+	}
+	gw_rx_arm(s);
+	r = journal_tick(s->journal, s->now_ns / 1000000u);
+	if (r < 0)
+		seq_fail(s, "journal fsync", r);
+}
+
+/* Sends the gap requests that are due. */
+static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sequencer *s = container_of(w, struct sequencer, rx_timer);
+
+	(void)loop;
+	(void)revents;
+	s->now_ns = mono_ns();
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_tick(s->gw_list[i]->rx, s->now_ns);
+	gw_rx_arm(s);
+}
+
+/* Raises the next expected number of the gateway that sent the command in
+ * journalled event data. Returns 0, or -1 for an event not understood. */
+int seq_gw_note(struct sequencer *s, const uint8_t *data, size_t len)
+{
+	struct tape_event_view v;
+	struct mold_session sess;
+	char origin[MOLD_SESSION_LEN + 1];
+	struct seq_gw *g;
+	int bad_name = 0;
+
+	if (tape_event_peek(data, len, &v) < 0)
+		return -1;
+	if (v.body != TAPE_BODY_COMMAND || v.origin_len == 0 || v.origin_len > MOLD_SESSION_LEN)
+		return 0;
+	memcpy(origin, v.origin, v.origin_len);
+	origin[v.origin_len] = '\0';
+	if (mold_session_set(&sess, origin) < 0 || !(g = gw_get(s, &sess, &bad_name)))
+		return -1;
+	if (v.origin_seq + 1 > g->next)
+		g->next = v.origin_seq + 1;
+	return 0;
+}
+
+/* Rebuilds the gateways' next expected numbers (from scratch with reset:
+ * after a cut) and the last term from the journal. */
+int seq_gw_rebuild(struct sequencer *s, int reset)
+{
+	struct journal_iter *it;
+	uint64_t seq, term, bad = 0;
+	const uint8_t *data;
+	size_t len;
+	int r;
+
+	if (reset)
+		for (unsigned i = 0; i < s->n_gw; i++)
+			s->gw_list[i]->next = 1;
+	if (journal_last_seq(s->journal) == 0)
+		return 0;
+	r = journal_iter_open(&it, s->journal, journal_first_seq(s->journal));
+	if (r < 0)
+		return r;
+	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
+		if (term > s->term)
+			s->term = term;
+		if (seq_gw_note(s, data, len) < 0)
+			bad++;
+	}
+	journal_iter_close(it);
+	if (bad)
+		log_warn("journal: %llu events not understood while rebuilding",
+			 (unsigned long long)bad);
+	seq_gw_restart(s);
+	return r;
+}
+
+void seq_gw_restart(struct sequencer *s)
+{
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_start(s->gw_list[i]->rx, s->gw_list[i]->next);
+}
+
+void seq_gw_start(struct sequencer *s)
+{
+	ev_io_init(&s->cmd_io, on_cmd_readable, s->cmd_fd, EV_READ);
+	ev_io_init(&s->req_io, on_cmd_readable, s->req_fd, EV_READ);
+	s->cmd_io.data = s->req_io.data = s;
+	ev_init(&s->rx_timer, on_rx_timer);
+	ev_io_start(s->loop, &s->cmd_io);
+	ev_io_start(s->loop, &s->req_io);
+}
+
+void seq_gw_close(struct sequencer *s)
+{
+	for (unsigned i = 0; i < s->n_gw; i++)
+		rx_destroy(s->gw_list[i]->rx);
+}

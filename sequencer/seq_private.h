@@ -1,0 +1,194 @@
+/* The sequencer's private header: the object every part of libsequencer
+ * works on (struct sequencer, its gateway table and states) and what the
+ * parts call of one another. Not for use outside sequencer/; the public
+ * interface is sequencer.h.
+ *
+ * The parts: sequencer.c (batching and publishing the tape, open, stop,
+ * close), gateways.c (the gateway table and command intake), retrans.c
+ * (the tape retransmission server), group.c (the glue to raft.c: its I/O
+ * table, the raft-state file, the roles), raft_wire.c (the LSRF codec),
+ * control.c (the daemon table, STATUS, STATS, STEP_DOWN, the config keys
+ * and counters). Every function here runs on the loop's thread. */
+#ifndef LOCKSTEP_SEQ_PRIVATE_H
+#define LOCKSTEP_SEQ_PRIVATE_H
+
+#include <ev.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "log.h"
+#include "moldudp64.h"
+#include "net.h"
+#include "rx.h"
+#include "sequencer.h"
+
+#define SEQ_GW_SLOTS 512 /* open addressing, load <= 1/2 at SEQ_MAX_GATEWAYS */
+
+/* One gateway's command stream, keyed by its MoldUDP64 session. */
+struct seq_gw {
+	struct mold_session session;
+	char name[MOLD_SESSION_LEN + 1]; /* trimmed: the events' origin */
+	int used;
+	uint64_t next; /* next gateway sequence number to sequence, from 1 */
+	struct rx *rx; /* its gaps, held commands and requests */
+	struct sequencer *s;
+	struct sockaddr_in addr; /* where its last datagram came from */
+};
+
+/* standby: follows a known primary; waiting: knows none (yet); candidate:
+ * an election (or its pre-vote round) is on. */
+enum seq_state {
+	SEQ_STARTING,
+	SEQ_PRIMARY,
+	SEQ_STANDBY,
+	SEQ_WAITING,
+	SEQ_CANDIDATE,
+	SEQ_STOPPED,
+	SEQ_STATE_MAX
+};
+extern const char *const seq_state_names[SEQ_STATE_MAX];
+
+struct sequencer {
+	struct seq_config cfg;
+	struct ev_loop *loop;
+	enum seq_state state;
+	int failed;
+
+	struct journal *journal;
+	uint64_t term;
+	uint64_t next_seq; /* tape sequence number of the next event */
+
+	int cmd_fd, tape_fd, retrans_fd;
+	struct sockaddr_in group;
+	struct mold_session tape_session;
+	ev_io cmd_io, retrans_io;
+	ev_timer heartbeat;
+	uint64_t last_tape_send_ns;
+
+	struct net_batch in; /* command datagrams */
+	struct net_batch out; /* tape datagrams being built */
+	unsigned out_n; /* complete datagrams in `out` */
+	int out_open; /* a datagram is being built in slot out_n */
+	struct mold_builder builder;
+	uint64_t now_ns, now_wall; /* read once per batch */
+
+	struct net_batch rin, rout; /* retransmission requests, answers */
+
+	/* Gap requests to the gateways leave from req_fd, so that what comes
+	 * back there is an answer: data, or the too-old answer (common/rx.h). */
+	int req_fd;
+	ev_io req_io;
+	ev_timer rx_timer; /* the earliest request any gateway's rx has due */
+	struct rx_rng rng;
+	struct rx_drop drop_cmd, drop_req, drop_retrans, drop_raft;
+	uint64_t rxq_cmd, rxq_req, rxq_retrans, rxq_raft;
+	int fatal; /* a journal error inside a delivery: negative errno */
+
+	struct seq_gw gw[SEQ_GW_SLOTS];
+	struct seq_gw *gw_list[SEQ_MAX_GATEWAYS]; /* the used slots */
+	struct seq_gw *gw_last; /* last one looked up: streams come in runs */
+	unsigned n_gw;
+
+	/* The group (sequencer/raft.h). n_peers 1: a group of one, no socket. */
+	struct raft *raft;
+	int n_peers, id;
+	struct sockaddr_in peers[SEQ_MAX_PEERS];
+	int raft_fd;
+	ev_io raft_io;
+	ev_timer raft_timer;
+	struct net_batch raft_in; /* raft datagrams received */
+	struct net_batch rq; /* raft datagrams to send, after the journal is flushed */
+	unsigned rq_n;
+	struct net_batch jb; /* tape datagrams built from the journal */
+	/* A group's primary: tape datagrams replicated and not yet committed,
+	 * in seq order, slots [0, pend_n); seq_tape_publish() multicasts them
+	 * from here once committed (from the journal what is not here). */
+	struct net_batch pend;
+	uint64_t *pend_first, *pend_last;
+	uint64_t *pend_t; /* when each was replicated (mono ns) */
+	unsigned pend_n;
+	struct hist commit_ns; /* replicated -> committed and multicast, per datagram */
+	struct raft_entry *entries; /* a received APPEND's */
+	unsigned max_entries;
+	size_t tape_cap; /* bytes of a tape datagram built live: room for the LSRF header */
+	uint64_t out_first; /* seq of the first event in `out` */
+	uint64_t published; /* the primary multicast every event up to here */
+	uint64_t commit; /* highest committed seq known */
+	int journal_dirty; /* appended or cut since the last journal_flush */
+	int gw_dirty; /* the journal was cut: the gateways' next numbers need a rescan */
+	int primary_id; /* the primary we know, or RAFT_NOBODY */
+
+	struct seq_stats st;
+	struct log_ratelimit rl_malformed, rl_gap, rl_oversize, rl_retrans, rl_tape;
+};
+
+/* ---- sequencer.c: the tape, start and stop ---- */
+
+/* A fatal error: logs "what: error: stopping", marks the node failed and
+ * breaks the loop. */
+void seq_fail(struct sequencer *s, const char *what, int err);
+/* Opens the UDP socket `what` at addr into *fd (logging why it cannot).
+ * Returns 0 or a negative errno. */
+int seq_open_udp(const char *what, const char *addr, const struct net_udp_options *o, int *fd);
+/* Flushes the journal when anything was appended since the last flush.
+ * Returns 0 or a negative errno. */
+int seq_tape_sync(struct sequencer *s);
+/* Ends the tape datagram being built in `out`, if one is. */
+void seq_tape_close_packet(struct sequencer *s);
+/* Sequences one command of gateway g as event next_seq. Returns 0,
+ * -EMSGSIZE (refused: it cannot fit one tape datagram) or another negative
+ * errno (journal: fatal). */
+int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_seq,
+		  const uint8_t *cmd, size_t len);
+/* The end of a batch: journal, replicate or publish what `out` holds.
+ * Returns 0 or a negative errno (journal: fatal). */
+int seq_tape_flush(struct sequencer *s);
+/* Multicasts the committed events [from, to] that have not been. */
+void seq_tape_publish(struct sequencer *s, uint64_t from, uint64_t to);
+
+/* ---- gateways.c: the gateway table and command intake ---- */
+
+/* Starts the command and request sockets' watchers; sets up the request
+ * timer. */
+void seq_gw_start(struct sequencer *s);
+/* Raises the next expected number of the gateway that sent the command in
+ * journalled event data. Returns 0, or -1 for an event not understood. */
+int seq_gw_note(struct sequencer *s, const uint8_t *data, size_t len);
+/* Rebuilds the gateways' next expected numbers (from scratch with reset:
+ * after a cut) and the last term from the journal; restarts their streams
+ * there. Returns 0 or a negative errno. */
+int seq_gw_rebuild(struct sequencer *s, int reset);
+/* Every gateway's stream starts again at its next expected number. */
+void seq_gw_restart(struct sequencer *s);
+/* Frees every gateway's receiver. */
+void seq_gw_close(struct sequencer *s);
+
+/* ---- retrans.c: the tape retransmission server ---- */
+
+/* Starts the retransmission socket's watcher. */
+void seq_retrans_start(struct sequencer *s);
+/* Fills batch b with tape datagrams of at most cap bytes holding consecutive
+ * journalled events [from, to]; returns the number of datagrams and the
+ * blocks through *blocks. */
+unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, uint64_t from,
+			  uint64_t to, uint64_t *blocks);
+
+/* ---- group.c: the glue to raft ---- */
+
+/* Checks [sequencer] peers, node_id and the election timeouts; sets
+ * n_peers, id, peers and tape_cap. Returns 0 or -EINVAL (logged). */
+int seq_group_check(struct sequencer *s);
+/* Raft over the journal and the state file; the raft socket. Returns 0 or
+ * a negative errno (logged). */
+int seq_group_open(struct sequencer *s);
+/* Sets up the raft timer and starts the raft socket's watcher. */
+void seq_group_start(struct sequencer *s);
+/* Sends the raft datagrams queued (after the journal is flushed). */
+void seq_group_send(struct sequencer *s);
+/* After every call into raft (r: what it returned): its messages leave,
+ * its timer moves; a negative r is fatal. */
+void seq_group_done(struct sequencer *s, int r);
+
+#endif
