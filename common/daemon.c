@@ -245,8 +245,10 @@ int daemon_node_open(struct daemon_node **out, const struct daemon_ops *ops,
 	}
 	d->ops = ops;
 	d->loop = loop;
-	if ((r = ops->open(&d->self, loop, cfg)) < 0)
+	if ((r = ops->open(&d->self, loop, cfg)) < 0) {
+		log_err("cannot start: %s", strerror(-r));
 		goto out_free;
+	}
 	if ((r = ctl_server_open(&d->ctl, loop, path, on_control, d)) < 0) {
 		log_err("control socket %s: %s%s", path, strerror(-r),
 			r == -ENAMETOOLONG ? " (its file name, after the last '/', must be "

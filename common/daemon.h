@@ -93,6 +93,27 @@ struct daemon_ops {
 		       Lockstep__ControlReply *reply);
 };
 
+/* The open, stop and close hooks of a daemon whose object is `struct type`
+ * and whose lifecycle is prefix_open(struct type **, struct ev_loop *, const
+ * struct cfgtype *), prefix_stop(struct type *), prefix_close(struct type *):
+ * defines prefix_daemon_open/_stop/_close; DAEMON_OPS_LIFECYCLE(prefix) puts
+ * them in a struct daemon_ops initialiser. */
+#define DAEMON_LIFECYCLE(prefix, type, cfgtype) \
+	static int prefix##_daemon_open(void **self, struct ev_loop *loop, const void *cfg) \
+	{ \
+		return prefix##_open((struct type **)self, loop, (const struct cfgtype *)cfg); \
+	} \
+	static void prefix##_daemon_stop(void *self) \
+	{ \
+		prefix##_stop(self); \
+	} \
+	static void prefix##_daemon_close(void *self) \
+	{ \
+		prefix##_close(self); \
+	}
+#define DAEMON_OPS_LIFECYCLE(prefix) \
+	.open = prefix##_daemon_open, .stop = prefix##_daemon_stop, .close = prefix##_daemon_close
+
 /* The whole of a daemon's main(): parses the command line, loads the
  * config, runs the node until it stops, returns the exit status. */
 int daemon_main(int argc, char **argv, const struct daemon_ops *ops);

@@ -105,24 +105,7 @@ static int matcher_control(void *self, const Lockstep__ControlRequest *req,
 	return 1;
 }
 
-static int matcher_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
-{
-	int err = matcher_open((struct matcher **)self, loop, cfg);
-
-	if (err < 0)
-		log_err("cannot start: %s", strerror(-err));
-	return err;
-}
-
-static void matcher_daemon_stop(void *self)
-{
-	matcher_stop(self);
-}
-
-static void matcher_daemon_close(void *self)
-{
-	matcher_close(self);
-}
+DAEMON_LIFECYCLE(matcher, matcher, matcher_config)
 
 static int matcher_exit_status(const void *self)
 {
@@ -141,9 +124,7 @@ const struct daemon_ops matcher_daemon = {
 	.spec = &matcher_config_spec,
 	.cfg_size = sizeof(struct matcher_config),
 	.node_offset = offsetof(struct matcher_config, node),
-	.open = matcher_daemon_open,
-	.stop = matcher_daemon_stop,
-	.close = matcher_daemon_close,
+	DAEMON_OPS_LIFECYCLE(matcher),
 	.exit_status = matcher_exit_status,
 	.status = matcher_status,
 	.stats = matcher_stats,

@@ -534,9 +534,82 @@ static void help(void)
 }
 
 /* Runs one line; returns -1 on an error that fails a script, 1 to quit. */
+/* Strips a "NAME: " session prefix off *pp: 0 with *s that session (or
+ * left as it was without a prefix), -1 when no session has that name. */
+static int line_session(char **pp, struct session **s)
+{
+	char *p = *pp, *colon = strchr(p, ':');
+
+	if (!colon || colon >= p + strcspn(p, " \t"))
+		return 0;
+	*colon = '\0';
+	*s = find_session(p);
+	if (!*s) {
+		out("no session %s\n", p);
+		return -1;
+	}
+	p = colon + 1;
+	while (isspace((unsigned char)*p))
+		p++;
+	*pp = p;
+	return 0;
+}
+
+static int cmd_logout(struct session *s)
+{
+	uint8_t pkt[8];
+	int len = soup_build_logout_request(pkt, sizeof(pkt));
+
+	send_all(s, pkt, (size_t)len);
+	for (uint64_t end = mono_ns() + 1000000000ull; s->fd >= 0 && mono_ns() < end;)
+		pump(20, 0);
+	session_close(s, "logged out");
+	return 0;
+}
+
+/* The commands that act on an open session. */
+static int run_session_cmd(struct session *s, char **av, int ac)
+{
+	if (strcmp(av[0], "expect-none") == 0 && ac == 2)
+		return cmd_expect_none(s, atoi(av[1]));
+	if (!strcmp(av[0], "buy") || !strcmp(av[0], "sell") || !strcmp(av[0], "short") ||
+	    !strcmp(av[0], "exempt"))
+		return cmd_order(s, av, ac);
+	if (strcmp(av[0], "cancel") == 0)
+		return cmd_cancel(s, av, ac);
+	if (strcmp(av[0], "replace") == 0)
+		return cmd_replace(s, av, ac);
+	if (strcmp(av[0], "modify") == 0)
+		return cmd_modify(s, av, ac);
+	if (strcmp(av[0], "logout") == 0)
+		return cmd_logout(s);
+	if (strcmp(av[0], "disconnect") == 0) {
+		session_close(s, "by request");
+		return 0;
+	}
+	out("unknown command %s (try help)\n", av[0]);
+	return -1;
+}
+
+/* expect, echo and raw take the rest of the line as it is. */
+static int run_text_cmd(struct session *s, char *p)
+{
+	char *arg = p + strcspn(p, " ") + 1;
+
+	if (p[0] == 'e' && p[1] == 'c') {
+		out("%s\n", arg);
+		return 0;
+	}
+	if (!s || s->fd < 0) {
+		out("no open session\n");
+		return -1;
+	}
+	return p[0] == 'r' ? cmd_raw(s, arg) : cmd_expect(s, arg);
+}
+
 static int run_line(char *line)
 {
-	char *av[32], *p = line, *colon;
+	char *av[32], *p = line;
 	struct session *s = current;
 	int ac = 0;
 
@@ -545,31 +618,10 @@ static int run_line(char *line)
 	if (!*p || *p == '#')
 		return 0;
 	p[strcspn(p, "\r\n")] = '\0';
-	colon = strchr(p, ':');
-	if (colon && colon < p + strcspn(p, " \t")) { /* "NAME: command" */
-		*colon = '\0';
-		s = find_session(p);
-		if (!s) {
-			out("no session %s\n", p);
-			return -1;
-		}
-		p = colon + 1;
-		while (isspace((unsigned char)*p))
-			p++;
-	}
-	if (strncmp(p, "expect ", 7) == 0 || strncmp(p, "echo ", 5) == 0 || strncmp(p, "raw ", 4) == 0) {
-		char *arg = p + strcspn(p, " ") + 1;
-
-		if (p[0] == 'e' && p[1] == 'c') {
-			out("%s\n", arg);
-			return 0;
-		}
-		if (!s || s->fd < 0) {
-			out("no open session\n");
-			return -1;
-		}
-		return p[0] == 'r' ? cmd_raw(s, arg) : cmd_expect(s, arg);
-	}
+	if (line_session(&p, &s) < 0)
+		return -1;
+	if (strncmp(p, "expect ", 7) == 0 || strncmp(p, "echo ", 5) == 0 || strncmp(p, "raw ", 4) == 0)
+		return run_text_cmd(s, p);
 	for (char *t = strtok(p, " \t"); t && ac < 32; t = strtok(NULL, " \t"))
 		av[ac++] = t;
 	if (ac == 0)
@@ -584,6 +636,7 @@ static int run_line(char *line)
 		return cmd_connect(av, ac);
 	if (strcmp(av[0], "sleep") == 0 && ac == 2) {
 		uint64_t end = mono_ns() + strtoull(av[1], NULL, 10) * 1000000ull;
+
 		while (mono_ns() < end)
 			pump(10, 0);
 		return 0;
@@ -592,32 +645,7 @@ static int run_line(char *line)
 		out("no open session: connect first\n");
 		return -1;
 	}
-	if (strcmp(av[0], "expect-none") == 0 && ac == 2)
-		return cmd_expect_none(s, atoi(av[1]));
-	if (!strcmp(av[0], "buy") || !strcmp(av[0], "sell") || !strcmp(av[0], "short") ||
-	    !strcmp(av[0], "exempt"))
-		return cmd_order(s, av, ac);
-	if (strcmp(av[0], "cancel") == 0)
-		return cmd_cancel(s, av, ac);
-	if (strcmp(av[0], "replace") == 0)
-		return cmd_replace(s, av, ac);
-	if (strcmp(av[0], "modify") == 0)
-		return cmd_modify(s, av, ac);
-	if (strcmp(av[0], "logout") == 0) {
-		uint8_t pkt[8];
-		int len = soup_build_logout_request(pkt, sizeof(pkt));
-		send_all(s, pkt, (size_t)len);
-		for (uint64_t end = mono_ns() + 1000000000ull; s->fd >= 0 && mono_ns() < end;)
-			pump(20, 0);
-		session_close(s, "logged out");
-		return 0;
-	}
-	if (strcmp(av[0], "disconnect") == 0) {
-		session_close(s, "by request");
-		return 0;
-	}
-	out("unknown command %s (try help)\n", av[0]);
-	return -1;
+	return run_session_cmd(s, av, ac);
 }
 
 static void usage(FILE *f)
@@ -638,7 +666,19 @@ static void usage(FILE *f)
 	      f);
 }
 
-int main(int argc, char **argv)
+/* Generated tokens must be day-unique per login across runs: they start
+ * with the time of day in seconds, base 36. */
+static void token_prefix_init(void)
+{
+	unsigned long t = (unsigned long)(wall_ns() / 1000000000ull % 86400);
+
+	for (int i = 3; i >= 0; i--, t /= 36)
+		token_prefix[i] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[t % 36];
+	token_prefix[4] = '\0';
+}
+
+/* Options; returns -1 to go on, or the exit status. */
+static int parse_options(int argc, char **argv, const char **script)
 {
 	static const struct option opts[] = {
 		{ "connect", required_argument, NULL, 'c' },
@@ -649,24 +689,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *script = NULL;
-	char line[LINE_MAX_LEN];
-	FILE *in = stdin;
-	int c, rc = 0;
+	int c;
 
-	/* Generated tokens must be day-unique per login across runs: start them
-	 * with the time of day in seconds, base 36. */
-	unsigned long t = (unsigned long)(wall_ns() / 1000000000ull % 86400);
-	for (int i = 3; i >= 0; i--, t /= 36)
-		token_prefix[i] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[t % 36];
-	token_prefix[4] = '\0';
 	while ((c = getopt_long(argc, argv, "c:f:t:qp:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			default_addr = optarg;
 			break;
 		case 'f':
-			script = optarg;
+			*script = optarg;
 			break;
 		case 't':
 			opt_timeout_ms = atoi(optarg);
@@ -685,6 +716,43 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	return -1;
+}
+
+/* Runs every line of `in`: 1 when a scripted line failed, else 0. */
+static int run_input(FILE *in, int from_script)
+{
+	char line[LINE_MAX_LEN];
+	int rc = 0;
+
+	for (;;) {
+		if (!from_script) { /* keep printing replies while waiting for input */
+			while (!pump(100, 1))
+				;
+		}
+		if (!fgets(line, sizeof(line), in))
+			break;
+		int r = run_line(line);
+		if (r == 1)
+			break;
+		if (r < 0 && scripted && from_script)
+			rc = 1;
+	}
+	/* Let replies still in flight print before leaving an interactive run. */
+	if (!from_script)
+		pump(200, 0);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *script = NULL;
+	FILE *in = stdin;
+	int rc;
+
+	token_prefix_init();
+	if ((rc = parse_options(argc, argv, &script)) >= 0)
+		return rc;
 	if (script && !(in = fopen(script, "r"))) {
 		fprintf(stderr, "lockstep-client: %s: %s\n", script, strerror(errno));
 		return 2;
@@ -703,23 +771,7 @@ int main(int argc, char **argv)
 	}
 	if (!scripted)
 		out("lockstep-client: type help for the commands\n");
-	for (;;) {
-		if (!script) { /* keep printing replies while waiting for input */
-			while (!pump(100, 1))
-				;
-		}
-		if (!fgets(line, sizeof(line), in))
-			break;
-		int r = run_line(line);
-		if (r == 1)
-			break;
-		if (r < 0 && scripted && script) {
-			rc = 1;
-		}
-	}
-	/* Let replies still in flight print before leaving an interactive run. */
-	if (!script)
-		pump(200, 0);
+	rc = run_input(in, script != NULL);
 	for (unsigned i = 0; i < n_sessions; i++)
 		if (sessions[i].fd >= 0)
 			close(sessions[i].fd);

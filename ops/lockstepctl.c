@@ -308,7 +308,13 @@ static int wait_step_down(const char *sock, const Lockstep__ControlReply *asked,
 	return 1;
 }
 
-int main(int argc, char **argv)
+struct ctl_args {
+	const char *sock;
+	int json, prom, timeout;
+};
+
+/* Options into a; returns -1 to go on, or the exit status. */
+static int parse_options(int argc, char **argv, struct ctl_args *a)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -319,29 +325,14 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const struct {
-		const char *name;
-		Lockstep__ControlRequest__Op op;
-		int arg, arg_max;
-	} cmds[] = {
-		{ "status", LOCKSTEP__CONTROL_REQUEST__OP__STATUS, 0, 0 },
-		{ "stats", LOCKSTEP__CONTROL_REQUEST__OP__STATS, 0, 0 },
-		{ "step-down", LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN, 0, 1 },
-		{ "snapshot", LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT, 0, 0 },
-		{ "loglevel", LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL, 1, 1 },
-		{ "reload", LOCKSTEP__CONTROL_REQUEST__OP__RELOAD, 0, 0 },
-	};
-	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
-	Lockstep__ControlReply *reply = NULL;
-	const char *sock = getenv("LOCKSTEP_CTL");
 	static char node_sock[256];
-	int json = 0, prom = 0, timeout = 2000, c, err, found = -1, n;
 	char *end;
+	int c, n;
 
 	while ((c = getopt_long(argc, argv, "s:n:jpt:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			sock = optarg;
+			a->sock = optarg;
 			break;
 		case 'n':
 			n = snprintf(node_sock, sizeof(node_sock), RUN_DIR "/%s/%s.ctl", optarg, optarg);
@@ -349,18 +340,18 @@ int main(int argc, char **argv)
 				fprintf(stderr, "lockstepctl: --node '%s': not a node name\n", optarg);
 				return EXIT_USAGE;
 			}
-			sock = node_sock;
+			a->sock = node_sock;
 			break;
 		case 'j':
-			json = 1;
+			a->json = 1;
 			break;
 		case 'p':
-			prom = 1;
+			a->prom = 1;
 			break;
 		case 't':
 			errno = 0;
-			timeout = (int)strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || timeout <= 0) {
+			a->timeout = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || a->timeout <= 0) {
 				fprintf(stderr, "lockstepctl: --timeout '%s': milliseconds, > 0\n",
 					optarg);
 				return EXIT_USAGE;
@@ -374,70 +365,108 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind >= argc || !sock) {
-		fprintf(stderr, "lockstepctl: %s\n",
-			!sock ? "no socket: give --socket PATH or --node NAME"
-			      : "no command (see --help)");
-		return EXIT_USAGE;
-	}
+	return -1;
+}
+
+/* The request the command line names (argv[optind] and its argument);
+ * -1 after saying why not. */
+static int parse_command(int argc, char **argv, Lockstep__ControlRequest *req)
+{
+	static const struct {
+		const char *name;
+		Lockstep__ControlRequest__Op op;
+		int arg, arg_max;
+	} cmds[] = {
+		{ "status", LOCKSTEP__CONTROL_REQUEST__OP__STATUS, 0, 0 },
+		{ "stats", LOCKSTEP__CONTROL_REQUEST__OP__STATS, 0, 0 },
+		{ "step-down", LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN, 0, 1 },
+		{ "snapshot", LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT, 0, 0 },
+		{ "loglevel", LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL, 1, 1 },
+		{ "reload", LOCKSTEP__CONTROL_REQUEST__OP__RELOAD, 0, 0 },
+	};
+	int found = -1, nargs = argc - optind - 1;
+
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[optind], cmds[i].name) == 0)
 			found = (int)i;
-	if (found < 0 || argc - optind - 1 < cmds[found].arg ||
-	    argc - optind - 1 > cmds[found].arg_max) {
+	if (found < 0 || nargs < cmds[found].arg || nargs > cmds[found].arg_max) {
 		fprintf(stderr, "lockstepctl: %s '%s' (see --help)\n",
 			found < 0 ? "unknown command" : "wrong arguments for", argv[optind]);
-		return EXIT_USAGE;
+		return -1;
 	}
-	req.op = cmds[found].op;
-	if (argc - optind - 1 > 0)
-		req.arg = argv[optind + 1];
-	err = ctl_call(sock, &req, &reply, timeout);
-	if (err < 0) {
-		fprintf(stderr, "lockstepctl: %s: %s\n", sock, strerror(-err));
-		if (json) {
-			printf("{\"ok\": false, \"error\": %d, \"message\": ", err);
-			json_str(strerror(-err));
-			printf(", \"socket\": ");
-			json_str(sock);
-			printf("}\n");
-		}
-		return EXIT_CONNECT;
-	}
-	if (reply->error) {
-		const char *why = reply->message && reply->message[0] ? reply->message
-								  : strerror(-reply->error);
+	req->op = cmds[found].op;
+	if (nargs > 0)
+		req->arg = argv[optind + 1];
+	return 0;
+}
 
-		fprintf(stderr, "lockstepctl: %s: %s\n", reply->name, why);
-		if (json) {
-			printf("{\"ok\": false, \"error\": %d, \"message\": ", reply->error);
-			json_str(why);
-			printf(", \"name\": ");
-			json_str(reply->name);
-			printf("}\n");
-		}
-		lockstep__control_reply__free_unpacked(reply, NULL);
-		return 1;
-	}
-	if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN) {
-		int r = wait_step_down(sock, reply, json, timeout);
+/* A failure, on stderr and (with --json) as {"ok": false, ...} with one
+ * more string field. */
+static void print_failure(int json, int err, const char *why, const char *key, const char *val)
+{
+	fprintf(stderr, "lockstepctl: %s: %s\n", val, why);
+	if (!json)
+		return;
+	printf("{\"ok\": false, \"error\": %d, \"message\": ", err);
+	json_str(why);
+	printf(", \"%s\": ", key);
+	json_str(val);
+	printf("}\n");
+}
 
-		lockstep__control_reply__free_unpacked(reply, NULL);
-		return r;
-	}
-	if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STATS)
-		print_stats(reply, json, prom);
-	else if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS)
-		print_status(reply, json);
-	else if (json) {
+/* A successful reply to anything but STEP_DOWN. */
+static void print_reply(const Lockstep__ControlRequest *req, const Lockstep__ControlReply *reply,
+			const struct ctl_args *a)
+{
+	if (req->op == LOCKSTEP__CONTROL_REQUEST__OP__STATS) {
+		print_stats(reply, a->json, a->prom);
+	} else if (req->op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS) {
+		print_status(reply, a->json);
+	} else if (a->json) {
 		printf("{\"ok\": true, \"message\": ");
 		json_str(reply->message);
 		printf(", \"name\": ");
 		json_str(reply->name);
 		printf("}\n");
-	}
-	else
+	} else {
 		printf("%s\n", reply->message && reply->message[0] ? reply->message : "ok");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl_args a = { .sock = getenv("LOCKSTEP_CTL"), .timeout = 2000 };
+	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
+	Lockstep__ControlReply *reply = NULL;
+	int err, rc = parse_options(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
+	if (optind >= argc || !a.sock) {
+		fprintf(stderr, "lockstepctl: %s\n",
+			!a.sock ? "no socket: give --socket PATH or --node NAME"
+				: "no command (see --help)");
+		return EXIT_USAGE;
+	}
+	if (parse_command(argc, argv, &req) < 0)
+		return EXIT_USAGE;
+	err = ctl_call(a.sock, &req, &reply, a.timeout);
+	if (err < 0) {
+		print_failure(a.json, err, strerror(-err), "socket", a.sock);
+		return EXIT_CONNECT;
+	}
+	if (reply->error) {
+		print_failure(a.json, reply->error,
+			      reply->message && reply->message[0] ? reply->message
+								  : strerror(-reply->error),
+			      "name", reply->name);
+		rc = 1;
+	} else if (req.op == LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN) {
+		rc = wait_step_down(a.sock, reply, a.json, a.timeout);
+	} else {
+		print_reply(&req, reply, &a);
+		rc = 0;
+	}
 	lockstep__control_reply__free_unpacked(reply, NULL);
-	return 0;
+	return rc;
 }

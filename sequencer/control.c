@@ -306,20 +306,7 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->kernel_rcvbuf_errors = us.rcvbuf_errors;
 }
 
-static int seq_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
-{
-	return seq_open((struct sequencer **)self, loop, cfg);
-}
-
-static void seq_daemon_stop(void *self)
-{
-	seq_stop(self);
-}
-
-static void seq_daemon_close(void *self)
-{
-	seq_close(self);
-}
+DAEMON_LIFECYCLE(seq, sequencer, seq_config)
 
 static int seq_exit_status(const void *self)
 {
@@ -334,9 +321,7 @@ const struct daemon_ops seq_daemon = {
 	.spec = &seq_config_spec,
 	.cfg_size = sizeof(struct seq_config),
 	.node_offset = offsetof(struct seq_config, node),
-	.open = seq_daemon_open,
-	.stop = seq_daemon_stop,
-	.close = seq_daemon_close,
+	DAEMON_OPS_LIFECYCLE(seq),
 	.exit_status = seq_exit_status,
 	.status = seq_status,
 	.stats = seq_stats,
