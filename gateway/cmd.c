@@ -30,7 +30,7 @@
 
 #define GW_RETRANS_MAX_PACKETS 64 /* packets answered per request */
 
-static int unacked(const struct gw *g)
+int gw_cmd_unacked(const struct gw *g)
 {
 	return g->cmd_acked + 1 < g->cmd_next;
 }
@@ -170,7 +170,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 		return rc; /* not committed to the packet: the block is dropped */
 	}
 	mold_build_commit(&g->cmd_b, (uint16_t)len);
-	if (!unacked(g))
+	if (!gw_cmd_unacked(g))
 		g->resend_base = ev_now(g->loop);
 	g->cmd_next++;
 	g->st.cmds_sent++;
@@ -272,7 +272,7 @@ void gw_cmd_flush(struct gw *g)
 
 void gw_cmd_tick(struct gw *g, ev_tstamp now)
 {
-	if (unacked(g) && now - g->resend_base >= (ev_tstamp)g->cfg.resend_timeout / 1e9) {
+	if (gw_cmd_unacked(g) && now - g->resend_base >= (ev_tstamp)g->cfg.resend_timeout / 1e9) {
 		uint64_t to = g->cmd_next, from = g->cmd_acked + 1;
 
 		if (to - from > g->cfg.resend_max)
@@ -291,174 +291,6 @@ void gw_cmd_tick(struct gw *g, ev_tstamp now)
 		cmd_end(g, mold_build_heartbeat(p, &g->cmd_sess, g->cmd_next));
 		g->st.cmd_heartbeats++;
 		cmd_send_now(g);
-	}
-}
-
-/* ---- the tape ----------------------------------------------------------- */
-
-static void ack_push(struct gw *g, uint64_t tape_seq, uint64_t origin_seq)
-{
-	unsigned i;
-
-	if (g->ack_len == GW_ACK_RING) {
-		/* full: the newest entry stands for both (later, never wrong) */
-		i = (g->ack_head + g->ack_len - 1) % GW_ACK_RING;
-	} else {
-		i = (g->ack_head + g->ack_len) % GW_ACK_RING;
-		g->ack_len++;
-	}
-	g->ack_ring[i].tape_seq = tape_seq;
-	g->ack_ring[i].origin_seq = origin_seq;
-}
-
-static void ack_drain(struct gw *g)
-{
-	while (g->ack_len > 0 && g->ack_ring[g->ack_head].tape_seq <= g->tape_commit) {
-		uint64_t o = g->ack_ring[g->ack_head].origin_seq;
-
-		if (o > g->cmd_acked) {
-			g->st.cmds_acked += o - g->cmd_acked;
-			g->cmd_acked = o;
-			g->resend_base = ev_now(g->loop);
-		}
-		g->ack_head = (g->ack_head + 1) % GW_ACK_RING;
-		g->ack_len--;
-	}
-}
-
-/* One block of the tape at seq; returns 0, or -1 when the packet is fenced
- * (an older term) and must be dropped from here on. */
-static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t len)
-{
-	struct tape_event_view v;
-	size_t name_len = strlen(g->cfg.node.name);
-
-	if (tape_event_peek(data, len, &v) < 0) {
-		g->st.tape_malformed++;
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape %" PRIu64 ": malformed event", seq);
-		g->tape.next = seq + 1;
-		return 0;
-	}
-	if (v.term < g->tape_term) {
-		g->st.tape_fenced++;
-		return -1;
-	}
-	g->tape_term = v.term;
-	if (v.commit > g->tape_commit)
-		g->tape_commit = v.commit;
-	g->tape_last = seq;
-	g->tape.next = seq + 1;
-	if (v.origin_len == name_len && memcmp(v.origin, g->cfg.node.name, name_len) == 0 &&
-	    v.origin_seq > g->cmd_acked && v.origin_seq < g->cmd_next)
-		ack_push(g, seq, v.origin_seq);
-	return 0;
-}
-
-/* rx delivers tape event seq, the next in order. */
-static int tape_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
-{
-	/* a fenced event (older term) is forgotten and asked for again */
-	return tape_block(ctx, seq, data, len) < 0 ? RX_REJECT : RX_TAKEN;
-}
-
-static void tape_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
-{
-	gw_stream_request(&((struct gw *)ctx)->tape, server, seq, count);
-}
-
-/* The sequencer's journal no longer holds [from, to): go on after it. A
- * command of ours among them is resent after resend_timeout (the sequencer
- * drops it as a duplicate) and acknowledged by our next command's event. */
-static int tape_lost(void *ctx, uint64_t from, uint64_t to)
-{
-	(void)ctx;
-	log_ratelimited(&gw_rl, LOG_LVL_WARNING,
-			"tape %" PRIu64 "..%" PRIu64
-			" is no longer held by any sequencer node: skipped",
-			from, to - 1);
-	return 1;
-}
-
-static const struct rx_ops tape_ops = { tape_deliver, tape_request, tape_lost };
-
-/* Nothing of ours can be in a gap while nothing is unacknowledged: the tape
- * is followed from `upto` on without asking for what is missing. */
-static void tape_skip(struct gw *g, uint64_t upto, uint64_t now)
-{
-	if (!unacked(g) && rx_next(g->tape.rx) && upto > rx_next(g->tape.rx)) {
-		rx_skip(g->tape.rx, upto, now);
-		g->tape.next = rx_next(g->tape.rx);
-	}
-}
-
-/* A datagram of the tape, or (answer) on the request socket from `from`: a
- * retransmission, or the too-old answer (a heartbeat). */
-static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer,
-			const struct sockaddr_in *from, uint64_t now)
-{
-	struct mold_packet pkt;
-	int rc;
-
-	if (rx_drop(answer ? &g->tape.req_drop : &g->tape.drop, buf, len))
-		return;
-	rc = mold_parse(buf, len, &g->tape.sess, 0, &pkt);
-	if (rc < 0) {
-		g->st.tape_malformed++;
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape: dropped packet: %s",
-				mold_strerror(rc));
-		return;
-	}
-	g->st.tape_packets++;
-	if (answer) {
-		if (pkt.kind == MOLD_END_OF_SESSION)
-			return;
-		if (pkt.kind == MOLD_HEARTBEAT) {
-			/* the server that sent it no longer holds what is
-			 * below pkt.seq; the others may */
-			g->st.tape_too_old++;
-			rxpath_too_old(g->tape.rx, rxpath_server(g->tape.retrans, g->tape.n_retrans, from),
-				       "tape", from, pkt.seq, now);
-			g->tape.next = rx_next(g->tape.rx);
-			return;
-		}
-	} else {
-		g->tape.live = 1;
-	}
-	if (rx_next(g->tape.rx) == 0 && unacked(g))
-		rx_start(g->tape.rx, 1); /* ours may be anywhere: read it all */
-	tape_skip(g, pkt.seq, now);
-	rx_packet(g->tape.rx, &pkt, now);
-	ack_drain(g);
-}
-
-void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct gw *g = w->data;
-	int answer = w == &g->tape.req_io;
-
-	(void)loop;
-	(void)revents;
-	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(&g->rx, w->fd, answer ? &g->tape.req_rxq : &g->tape.rxq);
-		uint64_t now = mono_ns();
-
-		if (n <= 0)
-			break;
-		for (int i = 0; i < n; i++)
-			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer,
-				    &g->rx.addrs[i], now);
-		if ((unsigned)n < g->rx.n)
-			break;
-	}
-	gw_stream_arm(g);
-}
-
-void gw_tape_tick(struct gw *g, ev_tstamp now)
-{
-	(void)now;
-	if (g->tape.rx && rx_gap_count(g->tape.rx) > 0 && !unacked(g)) {
-		tape_skip(g, rx_high(g->tape.rx), mono_ns());
-		gw_stream_arm(g);
 	}
 }
 
@@ -513,68 +345,6 @@ static int tokens_rebuild(struct gw *g, const char *path)
 	return 0;
 }
 
-/* Why net_parse_addr_list refused a list. */
-static const char *addr_list_error(int rc, char *buf, size_t cap, int max)
-{
-	if (rc == -E2BIG)
-		snprintf(buf, cap, "more than %d addresses", max);
-	else if (rc == -EINVAL)
-		snprintf(buf, cap, "not a comma-separated list of host:port");
-	else
-		snprintf(buf, cap, "%s", strerror(-rc));
-	return buf;
-}
-
-static int open_tape(struct gw *g)
-{
-	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
-				       .rxq_ovfl = 1 };
-	struct sockaddr_in group, any = { .sin_family = AF_INET };
-	struct net_bufsize rcv;
-	char why[64];
-	int rc;
-
-	if (net_parse_addr(g->cfg.tape_group, &group) < 0) {
-		log_err("[gateway] tape_group \"%s\": not host:port", g->cfg.tape_group);
-		return -EINVAL;
-	}
-	/* every sequencer node serves the tape up to its own commit position */
-	rc = net_parse_addr_list(g->cfg.tape_retrans, g->tape.retrans, RX_MAX_SERVERS);
-	if (rc < 0) {
-		log_err("[gateway] tape_retrans \"%s\": %s", g->cfg.tape_retrans,
-			addr_list_error(rc, why, sizeof(why), RX_MAX_SERVERS));
-		return rc;
-	}
-	g->tape.n_retrans = (unsigned)rc;
-	/* from the progress file's position (0: the first packet decides) */
-	rc = gw_stream_open(g, &g->tape, &tape_ops, g,
-			    g->cfg.reorder_bytes ? g->cfg.reorder_bytes : 8u << 20,
-			    g->tape.n_retrans, g->tape.next);
-	if (rc < 0) {
-		log_err("tape receiver: %s", strerror(-rc));
-		return rc;
-	}
-	g->tape.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, &rcv);
-	if (g->tape.fd < 0) {
-		log_err("tape %s on %s: %s", g->cfg.tape_group, g->cfg.tape_iface,
-			strerror(-g->tape.fd));
-		return g->tape.fd;
-	}
-	rxpath_bufsize_check("tape", &rcv);
-	g->tape.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
-	if (g->tape.req_fd < 0) {
-		log_err("tape request socket: %s", strerror(-g->tape.req_fd));
-		return g->tape.req_fd;
-	}
-	rxpath_bufsize_check("tape request socket", &rcv);
-	ev_io_init(&g->tape.io, gw_tape_read, g->tape.fd, EV_READ);
-	ev_io_init(&g->tape.req_io, gw_tape_read, g->tape.req_fd, EV_READ);
-	g->tape.io.data = g->tape.req_io.data = g;
-	ev_io_start(g->loop, &g->tape.io);
-	ev_io_start(g->loop, &g->tape.req_io);
-	return 0;
-}
-
 int gw_cmd_open(struct gw *g)
 {
 	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
@@ -589,7 +359,7 @@ int gw_cmd_open(struct gw *g)
 	rc = net_parse_addr_list(g->cfg.sequencer, g->seq_addrs, GW_MAX_SEQUENCERS);
 	if (rc < 0) {
 		log_err("[gateway] sequencer \"%s\": %s", g->cfg.sequencer,
-			addr_list_error(rc, why, sizeof(why), GW_MAX_SEQUENCERS));
+			gw_stream_addr_error(rc, why, sizeof(why), GW_MAX_SEQUENCERS));
 		return rc;
 	}
 	g->n_seq = (unsigned)rc;
@@ -633,27 +403,17 @@ int gw_cmd_open(struct gw *g)
 	g->cmd_io.data = g;
 	ev_io_start(g->loop, &g->cmd_io);
 	g->resend_base = g->cmd_last_send = ev_now(g->loop);
-	return open_tape(g);
-}
-
-static void close_fd(struct gw *g, ev_io *w, int *fd)
-{
-	if (*fd < 0)
-		return;
-	ev_io_stop(g->loop, w);
-	close(*fd);
-	*fd = -1;
+	return 0;
 }
 
 void gw_cmd_close(struct gw *g)
 {
-	if (g->cmd_fd >= 0)
+	if (g->cmd_fd >= 0) {
 		cmd_send_now(g);
-	close_fd(g, &g->cmd_io, &g->cmd_fd);
-	close_fd(g, &g->tape.io, &g->tape.fd);
-	close_fd(g, &g->tape.req_io, &g->tape.req_fd);
-	rx_destroy(g->tape.rx);
-	g->tape.rx = NULL;
+		ev_io_stop(g->loop, &g->cmd_io);
+		close(g->cmd_fd);
+		g->cmd_fd = -1;
+	}
 	journal_close(g->cmd_j);
 	g->cmd_j = NULL;
 	net_batch_fini(&g->cmd_out);

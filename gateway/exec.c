@@ -30,108 +30,6 @@
 
 #define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
 
-/* ---- the receivers' common part ---------------------------------------- */
-
-int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
-		   size_t reorder_bytes, unsigned n_servers, uint64_t start)
-{
-	uint64_t wait = g->cfg.retrans_timeout ? g->cfg.retrans_timeout : 10000000u;
-	struct rx_config c = {
-		.window = g->cfg.reorder_window ? (uint32_t)g->cfg.reorder_window : 65536,
-		.ring_bytes = reorder_bytes,
-		.max_count = GW_REQ_MAX_COUNT,
-		.delay_ns = g->cfg.request_delay,
-		.retry_ns = wait,
-		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
-		.settle_ns = wait / 4, /* answers in flight are not asked again */
-		.n_servers = n_servers,
-		.rng = &g->rng,
-	};
-	int rc = rx_create(&s->rx, &c, ops, ctx);
-
-	if (rc < 0)
-		return rc;
-	rx_start(s->rx, start);
-	return 0;
-}
-
-void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
-{
-	struct mold_request r = { s->sess, seq, count };
-	uint8_t buf[MOLD_REQUEST_LEN];
-	const struct sockaddr_in *dst = &s->retrans[server % s->n_retrans];
-
-	if (s->req_fd < 0)
-		return;
-	mold_build_request(buf, &r);
-	if (sendto(s->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "retransmission request: %s",
-				strerror(errno));
-	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
-}
-
-_Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
-	       "an rx server per exec_retrans address");
-
-static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct gw *g = container_of(w, struct gw, rx_timer);
-	uint64_t now = mono_ns();
-
-	(void)loop;
-	(void)revents;
-	if (g->tape.rx)
-		rx_tick(g->tape.rx, now);
-	for (unsigned p = 0; p < g->n_parts; p++)
-		if (g->parts[p].exec.rx)
-			rx_tick(g->parts[p].exec.rx, now);
-	gw_stream_arm(g);
-}
-
-void gw_stream_arm(struct gw *g)
-{
-	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.rx);
-
-	for (unsigned p = 0; p < g->n_parts; p++)
-		due = rxpath_due_min(due, g->parts[p].exec.rx);
-	rxpath_arm(g->loop, &g->rx_timer, g->stopping ? RX_NEVER : due, mono_ns());
-}
-
-/* The exec counters are the sums over the partitions. */
-void gw_stream_stats(struct gw *g)
-{
-	struct rx_stats t = { 0 };
-	struct net_udp_stats us = { 0 };
-
-	if (g->tape.rx)
-		rx_get_stats(g->tape.rx, &t);
-	g->st.tape_gaps = t.gaps;
-	g->st.tape_requests = t.requests;
-	g->st.tape_held = t.held;
-	g->st.tape_skipped = t.lost;
-	g->st.exec_gaps = g->st.exec_requests = g->st.exec_dups = 0;
-	g->st.exec_held = g->st.exec_lost = 0;
-	g->st.drops_injected = g->tape.drop.dropped + g->tape.req_drop.dropped;
-	g->st.drops_injected += g->cmd_drop.dropped;
-	g->st.rxq_dropped = g->tape.rxq + g->tape.req_rxq + g->cmd_rxq;
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		const struct gw_stream *x = &g->parts[p].exec;
-		struct rx_stats e = { 0 };
-
-		if (x->rx)
-			rx_get_stats(x->rx, &e);
-		g->st.exec_gaps += e.gaps;
-		g->st.exec_requests += e.requests;
-		g->st.exec_dups += e.duplicates;
-		g->st.exec_held += e.held;
-		g->st.exec_lost += e.lost;
-		g->st.drops_injected += x->drop.dropped + x->req_drop.dropped;
-		g->st.rxq_dropped += x->rxq + x->req_rxq;
-	}
-	if (net_udp_stats_read(&us) == 0)
-		g->st.kernel_rcvbuf_errors = us.rcvbuf_errors;
-}
-
 /* ---- the exec streams ---------------------------------------------------- */
 
 /* Journals one message for login l under its next SoupBinTCP number and
@@ -532,7 +430,7 @@ int gw_exec_open(struct gw *g)
 		rx_drop_init(&g->parts[p].exec.drop, g->cfg.drop_rate, exec_drop_seed(g, p, 0));
 		rx_drop_init(&g->parts[p].exec.req_drop, g->cfg.drop_rate, exec_drop_seed(g, p, 1));
 	}
-	ev_init(&g->rx_timer, on_rx_timer);
+	gw_stream_timer_init(g);
 	for (unsigned p = 0; p < g->n_parts; p++) {
 		rc = open_exec_sockets(&g->parts[p]);
 		if (rc < 0)
@@ -556,22 +454,6 @@ int gw_exec_open_login(struct gw *g, struct gw_login *l)
 	return rc;
 }
 
-static void close_stream(struct gw *g, struct gw_stream *e)
-{
-	if (e->fd >= 0) {
-		ev_io_stop(g->loop, &e->io);
-		close(e->fd);
-		e->fd = -1;
-	}
-	if (e->req_fd >= 0) {
-		ev_io_stop(g->loop, &e->req_io);
-		close(e->req_fd);
-		e->req_fd = -1;
-	}
-	rx_destroy(e->rx);
-	e->rx = NULL;
-}
-
 void gw_exec_close(struct gw *g)
 {
 	gw_exec_flush(g);
@@ -580,6 +462,6 @@ void gw_exec_close(struct gw *g)
 		g->logins[i].j = NULL;
 	}
 	for (unsigned p = 0; g->parts && p < g->n_parts; p++)
-		close_stream(g, &g->parts[p].exec);
+		gw_stream_close(g, &g->parts[p].exec);
 	ev_timer_stop(g->loop, &g->rx_timer);
 }

@@ -113,156 +113,16 @@ const struct config_spec gw_config_spec = { .keys = gw_config_keys };
 
 _Static_assert(GW_MAX_PARTITIONS == 16, "a GW_PART() above for each partition but 0");
 
-/* ---- logins ----------------------------------------------------------- */
-
-static uint32_t name_hash(const uint8_t *p, size_t n)
+void gw_default_session(char out[11], time_t t)
 {
-	uint32_t h = 2166136261u;
+	struct tm tm;
+	char buf[32];
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint32_t)(p[i] & 0xdf)) * 16777619u; /* case-folded */
-	return h;
-}
-
-/* Indexes g->logins[0..n) by name; a new table replaces the old one only
- * when it could be allocated. */
-static int hash_build(struct gw *g, size_t n)
-{
-	size_t size = 16;
-	int32_t *hash;
-
-	while (size < n * 2)
-		size *= 2;
-	hash = malloc(size * sizeof(*hash));
-	if (!hash)
-		return -ENOMEM;
-	for (size_t i = 0; i < size; i++)
-		hash[i] = -1;
-	for (size_t i = 0; i < n; i++) {
-		const char *name = g->logins[i].cred.login;
-		size_t h = name_hash((const uint8_t *)name, strlen(name)) & (size - 1);
-
-		while (hash[h] >= 0)
-			h = (h + 1) & (size - 1);
-		hash[h] = (int32_t)i;
-	}
-	free(g->hash);
-	g->hash = hash;
-	g->hash_mask = size - 1;
-	return 0;
-}
-
-static int logins_build(struct gw *g)
-{
-	g->logins = calloc(g->creds.n ? g->creds.n : 1, sizeof(*g->logins));
-	if (!g->logins)
-		return -ENOMEM;
-	for (size_t i = 0; i < g->creds.n; i++)
-		g->logins[i].cred = g->creds.v[i];
-	g->n_logins = g->creds.n;
-	return hash_build(g, g->n_logins);
-}
-
-/* name: len bytes, trailing spaces allowed (exec block user, Login Request). */
-struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len)
-{
-	size_t h;
-
-	while (len > 0 && name[len - 1] == ' ')
-		len--;
-	if (len == 0 || len > GW_LOGIN_LEN)
-		return NULL;
-	h = name_hash(name, len) & g->hash_mask;
-	while (g->hash[h] >= 0) {
-		struct gw_login *l = &g->logins[g->hash[h]];
-
-		if (strlen(l->cred.login) == len && strncasecmp(l->cred.login, (const char *)name,
-								 len) == 0)
-			return l;
-		h = (h + 1) & g->hash_mask;
-	}
-	return NULL;
-}
-
-/* Logins from a re-read credentials file. A login never moves while its
- * session or the journal flush list may point at it, and never goes away:
- * one gone from the file is revoked (no new login; its session gets End of
- * Session; executions of its orders are still journalled for it), one kept
- * or back takes its new password, firm and options, one new gets a journal
- * (the table grows by a copy, the sessions' pointers follow). */
-static int logins_reload(struct gw *g, const char *path, char *msg, size_t msglen)
-{
-	struct gw_creds nc = { 0 };
-	struct gw_login *nl;
-	size_t n_new = 0, n_old = g->n_logins, revoked = 0;
-	char err[512];
-	int rc;
-
-	if (path[0] && (rc = gw_creds_load(&nc, path, err, sizeof(err))) < 0) {
-		snprintf(msg, msglen, "credentials: %s", err);
-		gw_creds_fini(&nc);
-		return rc;
-	}
-	for (size_t i = 0; i < nc.n; i++)
-		if (!gw_login_find(g, (const uint8_t *)nc.v[i].login, strlen(nc.v[i].login)))
-			n_new++;
-	if (n_new) {
-		gw_exec_flush(g); /* empties the flush list, which points at logins */
-		nl = calloc(n_old + n_new, sizeof(*nl));
-		if (!nl) {
-			gw_creds_fini(&nc);
-			snprintf(msg, msglen, "credentials: out of memory");
-			return -ENOMEM;
-		}
-		memcpy(nl, g->logins, n_old * sizeof(*nl));
-		for (struct gw_session *s = g->sessions; s; s = s->next)
-			if (s->login)
-				s->login = nl + (s->login - g->logins);
-		free(g->logins);
-		g->logins = nl;
-	}
-	for (size_t i = 0; i < n_old; i++)
-		g->logins[i].revoked = 1;
-	for (size_t i = 0; i < nc.n; i++) {
-		struct gw_login *l = gw_login_find(g, (const uint8_t *)nc.v[i].login,
-						   strlen(nc.v[i].login));
-
-		if (!l) {
-			l = &g->logins[g->n_logins];
-			memset(l, 0, sizeof(*l));
-			l->cred = nc.v[i];
-			if ((rc = gw_exec_open_login(g, l)) < 0) {
-				journal_close(l->j);
-				memset(l, 0, sizeof(*l));
-				log_err("credentials: login %s: journal: %s", nc.v[i].login,
-					strerror(-rc));
-				continue;
-			}
-			g->n_logins++;
-		}
-		l->cred = nc.v[i];
-		l->revoked = 0;
-	}
-	if (g->n_logins != n_old && (rc = hash_build(g, g->n_logins)) < 0) {
-		g->n_logins = n_old; /* the new ones cannot be found: drop them */
-		for (size_t i = n_old; i < n_old + n_new; i++)
-			journal_close(g->logins[i].j);
-		gw_creds_fini(&nc);
-		snprintf(msg, msglen, "credentials: out of memory");
-		return rc;
-	}
-	for (size_t i = 0; i < g->n_logins; i++) {
-		if (!g->logins[i].revoked)
-			continue;
-		revoked++;
-		if (g->logins[i].sess)
-			gw_session_end(g->logins[i].sess);
-	}
-	gw_creds_fini(&g->creds);
-	g->creds = nc;
-	snprintf(msg, msglen, "%zu logins (%zu new, %zu revoked)", g->n_logins - revoked,
-		 g->n_logins - n_old, revoked);
-	return 0;
+	localtime_r(&t, &tm);
+	snprintf(buf, sizeof(buf), "LS%04d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday);
+	memcpy(out, buf, 10);
+	out[10] = '\0';
 }
 
 /* RELOAD and SIGHUP: the logins of [gateway] credentials (the skeleton
@@ -271,7 +131,7 @@ static int gw_reload(void *self, const void *fresh_cfg, char *msg, size_t msglen
 {
 	const struct gw_config *fresh = fresh_cfg;
 	struct gw *g = self;
-	int rc = logins_reload(g, fresh->credentials, msg, msglen);
+	int rc = gw_logins_reload(g, fresh->credentials, msg, msglen);
 
 	if (rc == 0)
 		memcpy(g->cfg.credentials, fresh->credentials, sizeof(g->cfg.credentials));
@@ -452,7 +312,7 @@ static int open_listener(struct gw *g)
 	}
 	a.sin_port = htons((uint16_t)net_local_port(g->listen_fd));
 	net_format_addr(&a, g->ouch_addr, sizeof(g->ouch_addr));
-	ev_io_init(&g->listen_io, gw_sessions_accept, g->listen_fd, EV_READ);
+	ev_io_init(&g->listen_io, gw_session_accept, g->listen_fd, EV_READ);
 	g->listen_io.data = g;
 	ev_io_start(g->loop, &g->listen_io);
 	return 0;
@@ -529,7 +389,7 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	rc = open_names(g);
 	if (rc < 0)
 		goto out_free;
-	rc = logins_build(g);
+	rc = gw_logins_build(g);
 	if (rc < 0)
 		goto out_free;
 	progress_load(g, pos);
@@ -543,6 +403,9 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	if (rc < 0)
 		goto out_free;
 	rc = gw_cmd_open(g);
+	if (rc < 0)
+		goto out_free;
+	rc = gw_tape_open(g);
 	if (rc < 0)
 		goto out_free;
 	rc = open_listener(g);
@@ -589,6 +452,7 @@ void gw_stop(struct gw *g)
 	ev_prepare_stop(g->loop, &g->prepare);
 	ev_timer_stop(g->loop, &g->tick);
 	gw_cmd_close(g);
+	gw_tape_close(g);
 	gw_exec_close(g);
 	progress_save(g);
 	ev_break(g->loop, EVBREAK_ALL);
@@ -607,6 +471,7 @@ void gw_close(struct gw *g)
 		if (ev_is_active(&g->tick))
 			ev_timer_stop(g->loop, &g->tick);
 		gw_cmd_close(g);
+		gw_tape_close(g);
 		gw_exec_close(g);
 	}
 	if (g->listen_fd >= 0) {

@@ -184,17 +184,22 @@ struct gw {
 
 extern struct log_ratelimit gw_rl;
 
-/* gateway.c */
+/* logins.c */
+/* The login table from g->creds; 0 or -ENOMEM. */
+int gw_logins_build(struct gw *g);
+/* Re-reads the credentials file at path (see logins.c); msg says what
+ * changed, or what is wrong. 0 or -errno. */
+int gw_logins_reload(struct gw *g, const char *path, char *msg, size_t msglen);
 struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len);
 /* The login's number for the token table: its index, stable for the
- * process's life (logins never move nor go away, see logins_reload). */
+ * process's life (logins never move nor go away, see gw_logins_reload). */
 static inline uint32_t gw_login_id(const struct gw *g, const struct gw_login *l)
 {
 	return (uint32_t)(l - g->logins);
 }
 
 /* session.c */
-void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents);
+void gw_session_accept(struct ev_loop *loop, ev_io *w, int revents);
 void gw_session_flush_all(struct gw *g);
 void gw_session_reap(struct gw *g);
 void gw_session_end_all(struct gw *g);
@@ -213,6 +218,12 @@ void gw_cmd_close(struct gw *g);
 int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd);
 void gw_cmd_flush(struct gw *g);
 void gw_cmd_tick(struct gw *g, ev_tstamp now);
+/* 1 while a command sent is not yet acknowledged by the tape. */
+int gw_cmd_unacked(const struct gw *g);
+
+/* tape.c */
+int gw_tape_open(struct gw *g);
+void gw_tape_close(struct gw *g);
 void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents);
 void gw_tape_tick(struct gw *g, ev_tstamp now);
 
@@ -230,14 +241,20 @@ int gw_exec_live(const struct gw *g);
  * unlike at start, the exec stream's position stays where it is. */
 int gw_exec_open_login(struct gw *g, struct gw_login *l);
 
-/* common to the tape and exec receivers (exec.c) */
+/* stream.c: common to the tape and exec receivers */
 /* ctx is what s's rx_ops callbacks get. */
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
 		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
+/* Stops the stream's watchers, closes its sockets, frees its receiver. */
+void gw_stream_close(struct gw *g, struct gw_stream *s);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
+/* Sets up g->rx_timer (not started). */
+void gw_stream_timer_init(struct gw *g);
 /* Arms g->rx_timer for the earliest request due. */
 void gw_stream_arm(struct gw *g);
 /* Copies the receivers' counters into g->st (for STATS). */
 void gw_stream_stats(struct gw *g);
+/* Why net_parse_addr_list refused a list (rc), in buf. */
+const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max);
 
 #endif

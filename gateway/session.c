@@ -544,7 +544,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_start(loop, w);
 }
 
-void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents)
+void gw_session_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
 
