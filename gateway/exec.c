@@ -1,5 +1,5 @@
 /* The execution streams (matchers -> gateway), one per partition, and the
- * per-login journals.
+ * per-login journals' positions in them.
  *
  * Every replica of a partition multicasts the same blocks under the same
  * numbers; the first copy of each number wins and later ones are counted as
@@ -7,7 +7,7 @@
  * retransmission addresses in turn. A block for one of our logins is
  * appended to that login's journal under the login's next SoupBinTCP
  * sequence number (record: u64 BE tag = partition and exec seq, see
- * GW_TAG, then the OUCH message) and offered to its session. A restart
+ * GW_TAG, then the OUCH message) and offered to its reader (logins.c). A restart
  * resumes each partition's stream at the highest exec seq journalled for it
  * (or the progress file's, if later).
  *
@@ -28,42 +28,12 @@
 #include "ouch.h"
 #include "wire.h"
 
-#define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
-
 /* ---- the exec streams ---------------------------------------------------- */
 
-/* Journals one message for login l under its next SoupBinTCP number and
- * offers it to its session. */
-static int login_deliver(struct gw *g, struct gw_login *l, uint64_t tag, const uint8_t *msg,
-			 size_t mlen)
+/* Login l's highest exec seq journalled, per partition. */
+static uint64_t *last_exec(struct gw *g, const struct gw_login *l)
 {
-	uint8_t rec[8 + GW_MAX_EXEC_MSG];
-	int rc;
-
-	if (mlen > GW_MAX_EXEC_MSG)
-		return -EMSGSIZE;
-	wire_put_u64(rec, tag);
-	memcpy(rec + 8, msg, mlen);
-	rc = journal_append(l->j, l->next_seq, 0, rec, 8 + mlen);
-	if (rc < 0) {
-		g->st.journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal append %" PRIu64 ": %s",
-				l->cred.login, l->next_seq, strerror(-rc));
-		return rc;
-	}
-	gw_session_offer(l, l->next_seq, rec + 8, mlen);
-	l->next_seq++;
-	if (!l->jdirty) {
-		l->jdirty = 1;
-		l->next_jdirty = g->jdirty;
-		g->jdirty = l;
-	}
-	return 0;
-}
-
-int gw_exec_local(struct gw *g, struct gw_login *l, const uint8_t *msg, size_t len)
-{
-	return login_deliver(g, l, GW_TAG((uint64_t)GW_TAG_LOCAL, 0), msg, len);
+	return g->exec.last_exec[gw_login_id(l)];
 }
 
 /* An Accepted, Replaced or Rejected for login l from partition p: its
@@ -77,7 +47,7 @@ static void learn_token(struct gw *g, struct gw_login *l, unsigned p, const uint
 	if (len < 1 + 8 + 14 || (msg[0] != OUCH_ACCEPTED && msg[0] != OUCH_REPLACED &&
 				 msg[0] != OUCH_REJECTED))
 		return;
-	rc = gw_route_add(g->routes, gw_login_id(g, l), (const char *)msg + 9, 14, p, 1);
+	rc = gw_route_add(g->routes, gw_login_id(l), (const char *)msg + 9, 14, p, 1);
 	if (rc == -ENOSPC) {
 		g->st.tokens_full++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
@@ -99,19 +69,20 @@ static void exec_block(struct gw_part *x, uint64_t seq, const uint8_t *data, uin
 				x->index, seq, len);
 		return;
 	}
-	l = gw_login_find(g, data + 8, WIRE_USER_LEN);
+	l = gw_login_find(&g->logins, data + 8, WIRE_USER_LEN);
 	if (!l) {
 		g->st.exec_foreign++;
 		return;
 	}
-	if (seq <= l->last_exec[x->index])
+	if (seq <= last_exec(g, l)[x->index])
 		return; /* journalled before a restart */
 	mlen = len - WIRE_EXEC_HDR_LEN;
 	if (g->n_parts > 1)
 		learn_token(g, l, x->index, data + WIRE_EXEC_HDR_LEN, mlen);
-	if (login_deliver(g, l, GW_TAG(x->index, seq), data + WIRE_EXEC_HDR_LEN, mlen) < 0)
+	if (gw_login_append(&g->logins, l, GW_TAG(x->index, seq), data + WIRE_EXEC_HDR_LEN,
+			    mlen) < 0)
 		return;
-	l->last_exec[x->index] = seq;
+	last_exec(g, l)[x->index] = seq;
 	g->st.exec_routed++;
 }
 
@@ -182,7 +153,7 @@ static void exec_packet(struct gw_part *x, const uint8_t *buf, size_t len, int a
 	rx_packet(e->rx, &pkt, now);
 }
 
-void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents)
+static void exec_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw_part *x = w->data;
 	struct gw *g = x->gw;
@@ -191,15 +162,15 @@ void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(&g->rx, w->fd, answer ? &x->exec.req_rxq : &x->exec.rxq);
+		int n = net_batch_recv_counted(&g->streams.rx, w->fd, answer ? &x->exec.req_rxq : &x->exec.rxq);
 		uint64_t now = mono_ns();
 
 		if (n <= 0)
 			break;
 		for (int i = 0; i < n; i++)
-			exec_packet(x, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer,
-				    &g->rx.addrs[i], now);
-		if ((unsigned)n < g->rx.n)
+			exec_packet(x, net_batch_slot(&g->streams.rx, (unsigned)i), g->streams.rx.lens[i], answer,
+				    &g->streams.rx.addrs[i], now);
+		if ((unsigned)n < g->streams.rx.n)
 			break;
 	}
 	gw_stream_arm(g);
@@ -208,31 +179,9 @@ void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents)
 int gw_exec_live(const struct gw *g)
 {
 	for (unsigned p = 0; p < g->n_parts; p++)
-		if (!g->parts[p].exec.live)
+		if (!g->exec.parts[p].exec.live)
 			return 0;
 	return g->n_parts > 0;
-}
-
-/* Writes the journals appended to in this iteration, then lets their
- * sessions replay what became readable. */
-void gw_exec_flush(struct gw *g)
-{
-	while (g->jdirty) {
-		struct gw_login *l = g->jdirty;
-		int rc = journal_flush(l->j);
-
-		g->jdirty = l->next_jdirty;
-		l->jdirty = 0;
-		if (rc < 0) {
-			g->st.journal_errors++;
-			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal flush: %s", l->cred.login,
-					strerror(-rc));
-			continue;
-		}
-		l->flushed_next = l->next_seq;
-		if (l->sess)
-			gw_session_wake(l->sess);
-	}
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -240,13 +189,13 @@ void gw_exec_flush(struct gw *g)
 /* One partition: the highest exec seq journalled for each partition, from
  * the last record of that partition (usually the last record: the
  * gateway's own messages are skipped). */
-static int scan_back(struct gw *g, struct gw_login *l, const char *path)
+static int scan_back(struct journal *j, uint64_t *last, const char *path)
 {
 	uint8_t rec[8 + GW_MAX_EXEC_MSG];
-	uint64_t first = journal_first_seq(l->j);
+	uint64_t first = journal_first_seq(j);
 
-	for (uint64_t seq = journal_last_seq(l->j); seq && seq >= first; seq--) {
-		int rc = journal_read(l->j, seq, rec, sizeof(rec), NULL);
+	for (uint64_t seq = journal_last_seq(j); seq && seq >= first; seq--) {
+		int rc = journal_read(j, seq, rec, sizeof(rec), NULL);
 		uint64_t tag;
 
 		if (rc < 8) {
@@ -255,7 +204,7 @@ static int scan_back(struct gw *g, struct gw_login *l, const char *path)
 		}
 		tag = wire_get_u64(rec);
 		if (tag >> GW_TAG_SHIFT == 0) {
-			l->last_exec[0] = tag;
+			last[0] = tag;
 			return 0;
 		}
 	}
@@ -266,13 +215,14 @@ static int scan_back(struct gw *g, struct gw_login *l, const char *path)
  * partition (their records interleave) and the tokens the partitions
  * answered for (see learn_token). Start-up only: journal_open has just
  * read all of it once to check it. */
-static int scan_all(struct gw *g, struct gw_login *l, const char *path)
+static int scan_all(struct gw *g, struct gw_login *l, struct journal *j, const char *path)
 {
+	uint64_t *last = last_exec(g, l);
 	struct journal_iter *it;
 	const uint8_t *data;
 	uint64_t seq, term;
 	size_t len;
-	int rc = journal_iter_open(&it, l->j, journal_first_seq(l->j));
+	int rc = journal_iter_open(&it, j, journal_first_seq(j));
 
 	if (rc < 0) {
 		log_err("%s: %s", path, strerror(-rc));
@@ -288,8 +238,8 @@ static int scan_all(struct gw *g, struct gw_login *l, const char *path)
 		p = (unsigned)(tag >> GW_TAG_SHIFT);
 		if (p >= g->n_parts)
 			continue; /* ours, or a partition no longer configured */
-		if ((tag & GW_TAG_SEQ_MASK) > l->last_exec[p])
-			l->last_exec[p] = tag & GW_TAG_SEQ_MASK;
+		if ((tag & GW_TAG_SEQ_MASK) > last[p])
+			last[p] = tag & GW_TAG_SEQ_MASK;
 		learn_token(g, l, p, data + 8, len - 8);
 	}
 	journal_iter_close(it);
@@ -298,31 +248,34 @@ static int scan_all(struct gw *g, struct gw_login *l, const char *path)
 	return rc;
 }
 
-static int open_login(struct gw *g, struct gw_login *l, const char *dir)
+/* The login table's opened() hook: a login's journal, at start or added by
+ * a reload. At start each partition's stream resumes after the highest
+ * exec seq journalled for it; later its position stays where it is. */
+static int login_opened(void *ctx, struct gw_login *l, struct journal *j, const char *path)
 {
-	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
-	struct journal_report rep;
-	char path[320];
+	struct gw *g = ctx;
+	size_t id = gw_login_id(l);
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, l->cred.login);
-	rc = journal_open(&l->j, path, &jo, &rep);
-	if (rc < 0) {
-		log_err("%s: %s", path, strerror(-rc));
-		return rc;
+	if (id >= g->exec.n_last) {
+		size_t n = id + 1 > 2 * g->exec.n_last ? id + 1 : 2 * g->exec.n_last;
+		uint64_t(*v)[GW_MAX_PARTITIONS] = realloc(g->exec.last_exec, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memset(v + g->exec.n_last, 0, (n - g->exec.n_last) * sizeof(*v));
+		g->exec.last_exec = v;
+		g->exec.n_last = n;
 	}
-	if (rep.cut_bytes || rep.cut_segments)
-		log_warn("%s: cut %" PRIu64 " bytes at seq %" PRIu64 " (%s)", path, rep.cut_bytes,
-			 rep.bad_seq, rep.bad_reason ? rep.bad_reason : "?");
-	l->next_seq = l->flushed_next = journal_last_seq(l->j) + 1;
-	if (journal_last_seq(l->j)) {
-		rc = g->n_parts > 1 ? scan_all(g, l, path) : scan_back(g, l, path);
+	memset(last_exec(g, l), 0, sizeof(*g->exec.last_exec));
+	if (journal_last_seq(j)) {
+		rc = g->n_parts > 1 ? scan_all(g, l, j, path) : scan_back(j, last_exec(g, l), path);
 		if (rc < 0)
 			return rc;
 	}
-	for (unsigned p = 0; p < g->n_parts; p++)
-		if (l->last_exec[p] + 1 > g->parts[p].exec.next)
-			g->parts[p].exec.next = l->last_exec[p] + 1;
+	for (unsigned p = 0; p < g->n_parts && !g->exec.running; p++)
+		if (last_exec(g, l)[p] + 1 > g->exec.parts[p].exec.next)
+			g->exec.parts[p].exec.next = last_exec(g, l)[p] + 1;
 	return 0;
 }
 
@@ -378,8 +331,8 @@ static int open_exec_sockets(struct gw_part *x)
 	}
 	snprintf(what, sizeof(what), "exec %u request socket", x->index);
 	rxpath_bufsize_check(what, &rcv);
-	ev_io_init(&e->io, gw_exec_read, e->fd, EV_READ);
-	ev_io_init(&e->req_io, gw_exec_read, e->req_fd, EV_READ);
+	ev_io_init(&e->io, exec_read, e->fd, EV_READ);
+	ev_io_init(&e->req_io, exec_read, e->req_fd, EV_READ);
 	e->io.data = e->req_io.data = x;
 	ev_io_start(g->loop, &e->io);
 	ev_io_start(g->loop, &e->req_io);
@@ -395,73 +348,62 @@ static uint64_t exec_drop_seed(const struct gw *g, unsigned p, unsigned k)
 	return p == 0 ? base + 10 + k : base + 20 + 2 * p + k;
 }
 
-int gw_exec_open(struct gw *g)
+/* The partitions, each at its position next[p] (0: unknown). */
+static int parts_init(struct gw *g, const uint64_t *next)
 {
-	char dir[300];
-	int rc;
-
-	snprintf(dir, sizeof(dir), "%s/sessions", g->cfg.node.state_dir);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		log_err("%s: %s", dir, strerror(errno));
-		return -errno;
-	}
+	g->exec.parts = calloc(g->n_parts, sizeof(*g->exec.parts));
+	if (!g->exec.parts)
+		return -ENOMEM;
 	for (unsigned p = 0; p < g->n_parts; p++) {
-		struct gw_part *x = &g->parts[p];
+		struct gw_part *x = &g->exec.parts[p];
 
-		if (x->exec.next == 0)
-			x->exec.next = 1;
+		x->gw = g;
+		x->index = p;
+		x->exec.fd = x->exec.req_fd = -1;
+		x->exec.next = next[p] ? next[p] : 1;
 		if (mold_session_set(&x->exec.sess, g->cfg.part[p].exec_session) < 0) {
 			log_err("partition %u: exec_session \"%s\": 1 to 10 printable characters",
 				p, g->cfg.part[p].exec_session);
 			return -EINVAL;
 		}
-	}
-	for (size_t i = 0; i < g->n_logins; i++) {
-		rc = open_login(g, &g->logins[i], dir);
-		if (rc < 0)
-			return rc;
-	}
-	/* the loss generator and the jitter of every stream (the tape's is
-	 * opened by gw_cmd_open, after this) */
-	rxpath_loss_init(&g->rng,
-			 (struct rx_drop *const[]){ &g->tape.drop, &g->tape.req_drop, &g->cmd_drop },
-			 3, g->cfg.drop_rate, g->cfg.node.name, g->cfg.drop_seed, 12);
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		rx_drop_init(&g->parts[p].exec.drop, g->cfg.drop_rate, exec_drop_seed(g, p, 0));
-		rx_drop_init(&g->parts[p].exec.req_drop, g->cfg.drop_rate, exec_drop_seed(g, p, 1));
-	}
-	gw_stream_timer_init(g);
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		rc = open_exec_sockets(&g->parts[p]);
-		if (rc < 0)
-			return rc;
+		rx_drop_init(&x->exec.drop, g->cfg.drop_rate, exec_drop_seed(g, p, 0));
+		rx_drop_init(&x->exec.req_drop, g->cfg.drop_rate, exec_drop_seed(g, p, 1));
 	}
 	return 0;
 }
 
-int gw_exec_open_login(struct gw *g, struct gw_login *l)
+int gw_exec_open(struct gw *g, const uint64_t *next)
 {
-	uint64_t next[GW_MAX_PARTITIONS];
-	char dir[300];
-	int rc;
+	int rc = parts_init(g, next);
 
-	for (unsigned p = 0; p < g->n_parts; p++)
-		next[p] = g->parts[p].exec.next;
-	snprintf(dir, sizeof(dir), "%s/sessions", g->cfg.node.state_dir);
-	rc = open_login(g, l, dir);
-	for (unsigned p = 0; p < g->n_parts; p++)
-		g->parts[p].exec.next = next[p];
-	return rc;
+	if (rc < 0)
+		return rc;
+	rc = gw_logins_open_journals(&g->logins, login_opened, g);
+	if (rc < 0)
+		return rc;
+	rc = gw_stream_init(g);
+	if (rc < 0)
+		return rc;
+	for (unsigned p = 0; p < g->n_parts; p++) {
+		rc = open_exec_sockets(&g->exec.parts[p]);
+		if (rc < 0)
+			return rc;
+	}
+	g->exec.running = 1;
+	return 0;
 }
 
 void gw_exec_close(struct gw *g)
 {
-	gw_exec_flush(g);
-	for (size_t i = 0; g->logins && i < g->n_logins; i++) {
-		journal_close(g->logins[i].j);
-		g->logins[i].j = NULL;
-	}
-	for (unsigned p = 0; g->parts && p < g->n_parts; p++)
-		gw_stream_close(g, &g->parts[p].exec);
-	ev_timer_stop(g->loop, &g->rx_timer);
+	for (unsigned p = 0; g->exec.parts && p < g->n_parts; p++)
+		gw_stream_close(g, &g->exec.parts[p].exec);
+}
+
+void gw_exec_free(struct gw *g)
+{
+	free(g->exec.parts);
+	free(g->exec.last_exec);
+	g->exec.parts = NULL;
+	g->exec.last_exec = NULL;
+	g->exec.n_last = 0;
 }

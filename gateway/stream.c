@@ -22,7 +22,7 @@ int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, 
 		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
 		.settle_ns = wait / 4, /* answers in flight are not asked again */
 		.n_servers = n_servers,
-		.rng = &g->rng,
+		.rng = &g->streams.rng,
 	};
 	int rc = rx_create(&s->rx, &c, ops, ctx);
 
@@ -52,31 +52,44 @@ _Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
 
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct gw *g = container_of(w, struct gw, rx_timer);
+	struct gw *g = container_of(w, struct gw, streams.timer);
 	uint64_t now = mono_ns();
 
 	(void)loop;
 	(void)revents;
-	if (g->tape.rx)
-		rx_tick(g->tape.rx, now);
+	if (g->tape.s.rx)
+		rx_tick(g->tape.s.rx, now);
 	for (unsigned p = 0; p < g->n_parts; p++)
-		if (g->parts[p].exec.rx)
-			rx_tick(g->parts[p].exec.rx, now);
+		if (g->exec.parts[p].exec.rx)
+			rx_tick(g->exec.parts[p].exec.rx, now);
 	gw_stream_arm(g);
 }
 
-void gw_stream_timer_init(struct gw *g)
+int gw_stream_init(struct gw *g)
 {
-	ev_init(&g->rx_timer, on_rx_timer);
+	/* the jitter of every stream; the loss generators are seeded from the
+	 * same base by their owners (12 and up) */
+	rxpath_loss_init(&g->streams.rng, NULL, 0, g->cfg.drop_rate, g->cfg.node.name,
+			 g->cfg.drop_seed, 12);
+	ev_init(&g->streams.timer, on_rx_timer);
+	return net_batch_init(&g->streams.rx, (unsigned)g->cfg.recv_batch, MOLD_MAX_PACKET) < 0
+		       ? -ENOMEM
+		       : 0;
+}
+
+void gw_stream_fini(struct gw *g)
+{
+	ev_timer_stop(g->loop, &g->streams.timer);
+	net_batch_fini(&g->streams.rx);
 }
 
 void gw_stream_arm(struct gw *g)
 {
-	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.rx);
+	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.s.rx);
 
 	for (unsigned p = 0; p < g->n_parts; p++)
-		due = rxpath_due_min(due, g->parts[p].exec.rx);
-	rxpath_arm(g->loop, &g->rx_timer, g->stopping ? RX_NEVER : due, mono_ns());
+		due = rxpath_due_min(due, g->exec.parts[p].exec.rx);
+	rxpath_arm(g->loop, &g->streams.timer, g->stopping ? RX_NEVER : due, mono_ns());
 }
 
 /* The exec counters are the sums over the partitions. */
@@ -85,19 +98,19 @@ void gw_stream_stats(struct gw *g)
 	struct rx_stats t = { 0 };
 	struct net_udp_stats us = { 0 };
 
-	if (g->tape.rx)
-		rx_get_stats(g->tape.rx, &t);
+	if (g->tape.s.rx)
+		rx_get_stats(g->tape.s.rx, &t);
 	g->st.tape_gaps = t.gaps;
 	g->st.tape_requests = t.requests;
 	g->st.tape_held = t.held;
 	g->st.tape_skipped = t.lost;
 	g->st.exec_gaps = g->st.exec_requests = g->st.exec_dups = 0;
 	g->st.exec_held = g->st.exec_lost = 0;
-	g->st.drops_injected = g->tape.drop.dropped + g->tape.req_drop.dropped;
-	g->st.drops_injected += g->cmd_drop.dropped;
-	g->st.rxq_dropped = g->tape.rxq + g->tape.req_rxq + g->cmd_rxq;
+	g->st.drops_injected = g->tape.s.drop.dropped + g->tape.s.req_drop.dropped;
+	g->st.drops_injected += g->cmd.drop.dropped;
+	g->st.rxq_dropped = g->tape.s.rxq + g->tape.s.req_rxq + g->cmd.rxq;
 	for (unsigned p = 0; p < g->n_parts; p++) {
-		const struct gw_stream *x = &g->parts[p].exec;
+		const struct gw_stream *x = &g->exec.parts[p].exec;
 		struct rx_stats e = { 0 };
 
 		if (x->rx)

@@ -16,29 +16,23 @@ static void ack_push(struct gw *g, uint64_t tape_seq, uint64_t origin_seq)
 {
 	unsigned i;
 
-	if (g->ack_len == GW_ACK_RING) {
+	if (g->tape.ack_len == GW_ACK_RING) {
 		/* full: the newest entry stands for both (later, never wrong) */
-		i = (g->ack_head + g->ack_len - 1) % GW_ACK_RING;
+		i = (g->tape.ack_head + g->tape.ack_len - 1) % GW_ACK_RING;
 	} else {
-		i = (g->ack_head + g->ack_len) % GW_ACK_RING;
-		g->ack_len++;
+		i = (g->tape.ack_head + g->tape.ack_len) % GW_ACK_RING;
+		g->tape.ack_len++;
 	}
-	g->ack_ring[i].tape_seq = tape_seq;
-	g->ack_ring[i].origin_seq = origin_seq;
+	g->tape.ack_ring[i].tape_seq = tape_seq;
+	g->tape.ack_ring[i].origin_seq = origin_seq;
 }
 
 static void ack_drain(struct gw *g)
 {
-	while (g->ack_len > 0 && g->ack_ring[g->ack_head].tape_seq <= g->tape_commit) {
-		uint64_t o = g->ack_ring[g->ack_head].origin_seq;
-
-		if (o > g->cmd_acked) {
-			g->st.cmds_acked += o - g->cmd_acked;
-			g->cmd_acked = o;
-			g->resend_base = ev_now(g->loop);
-		}
-		g->ack_head = (g->ack_head + 1) % GW_ACK_RING;
-		g->ack_len--;
+	while (g->tape.ack_len > 0 && g->tape.ack_ring[g->tape.ack_head].tape_seq <= g->tape.commit) {
+		gw_cmd_ack(g, g->tape.ack_ring[g->tape.ack_head].origin_seq);
+		g->tape.ack_head = (g->tape.ack_head + 1) % GW_ACK_RING;
+		g->tape.ack_len--;
 	}
 }
 
@@ -52,20 +46,20 @@ static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t 
 	if (tape_event_peek(data, len, &v) < 0) {
 		g->st.tape_malformed++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape %" PRIu64 ": malformed event", seq);
-		g->tape.next = seq + 1;
+		g->tape.s.next = seq + 1;
 		return 0;
 	}
-	if (v.term < g->tape_term) {
+	if (v.term < g->tape.term) {
 		g->st.tape_fenced++;
 		return -1;
 	}
-	g->tape_term = v.term;
-	if (v.commit > g->tape_commit)
-		g->tape_commit = v.commit;
-	g->tape_last = seq;
-	g->tape.next = seq + 1;
+	g->tape.term = v.term;
+	if (v.commit > g->tape.commit)
+		g->tape.commit = v.commit;
+	g->tape.last = seq;
+	g->tape.s.next = seq + 1;
 	if (v.origin_len == name_len && memcmp(v.origin, g->cfg.node.name, name_len) == 0 &&
-	    v.origin_seq > g->cmd_acked && v.origin_seq < g->cmd_next)
+	    gw_cmd_pending(g, v.origin_seq))
 		ack_push(g, seq, v.origin_seq);
 	return 0;
 }
@@ -79,7 +73,7 @@ static int tape_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t l
 
 static void tape_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
 {
-	gw_stream_request(&((struct gw *)ctx)->tape, server, seq, count);
+	gw_stream_request(&((struct gw *)ctx)->tape.s, server, seq, count);
 }
 
 /* The sequencer's journal no longer holds [from, to): go on after it. A
@@ -101,9 +95,9 @@ static const struct rx_ops tape_ops = { tape_deliver, tape_request, tape_lost };
  * is followed from `upto` on without asking for what is missing. */
 static void tape_skip(struct gw *g, uint64_t upto, uint64_t now)
 {
-	if (!gw_cmd_unacked(g) && rx_next(g->tape.rx) && upto > rx_next(g->tape.rx)) {
-		rx_skip(g->tape.rx, upto, now);
-		g->tape.next = rx_next(g->tape.rx);
+	if (!gw_cmd_unacked(g) && rx_next(g->tape.s.rx) && upto > rx_next(g->tape.s.rx)) {
+		rx_skip(g->tape.s.rx, upto, now);
+		g->tape.s.next = rx_next(g->tape.s.rx);
 	}
 }
 
@@ -115,9 +109,9 @@ static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer
 	struct mold_packet pkt;
 	int rc;
 
-	if (rx_drop(answer ? &g->tape.req_drop : &g->tape.drop, buf, len))
+	if (rx_drop(answer ? &g->tape.s.req_drop : &g->tape.s.drop, buf, len))
 		return;
-	rc = mold_parse(buf, len, &g->tape.sess, 0, &pkt);
+	rc = mold_parse(buf, len, &g->tape.s.sess, 0, &pkt);
 	if (rc < 0) {
 		g->st.tape_malformed++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape: dropped packet: %s",
@@ -132,38 +126,38 @@ static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer
 			/* the server that sent it no longer holds what is
 			 * below pkt.seq; the others may */
 			g->st.tape_too_old++;
-			rxpath_too_old(g->tape.rx, rxpath_server(g->tape.retrans, g->tape.n_retrans, from),
+			rxpath_too_old(g->tape.s.rx, rxpath_server(g->tape.s.retrans, g->tape.s.n_retrans, from),
 				       "tape", from, pkt.seq, now);
-			g->tape.next = rx_next(g->tape.rx);
+			g->tape.s.next = rx_next(g->tape.s.rx);
 			return;
 		}
 	} else {
-		g->tape.live = 1;
+		g->tape.s.live = 1;
 	}
-	if (rx_next(g->tape.rx) == 0 && gw_cmd_unacked(g))
-		rx_start(g->tape.rx, 1); /* ours may be anywhere: read it all */
+	if (rx_next(g->tape.s.rx) == 0 && gw_cmd_unacked(g))
+		rx_start(g->tape.s.rx, 1); /* ours may be anywhere: read it all */
 	tape_skip(g, pkt.seq, now);
-	rx_packet(g->tape.rx, &pkt, now);
+	rx_packet(g->tape.s.rx, &pkt, now);
 	ack_drain(g);
 }
 
-void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
+static void tape_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
-	int answer = w == &g->tape.req_io;
+	int answer = w == &g->tape.s.req_io;
 
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(&g->rx, w->fd, answer ? &g->tape.req_rxq : &g->tape.rxq);
+		int n = net_batch_recv_counted(&g->streams.rx, w->fd, answer ? &g->tape.s.req_rxq : &g->tape.s.rxq);
 		uint64_t now = mono_ns();
 
 		if (n <= 0)
 			break;
 		for (int i = 0; i < n; i++)
-			tape_packet(g, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer,
-				    &g->rx.addrs[i], now);
-		if ((unsigned)n < g->rx.n)
+			tape_packet(g, net_batch_slot(&g->streams.rx, (unsigned)i), g->streams.rx.lens[i], answer,
+				    &g->streams.rx.addrs[i], now);
+		if ((unsigned)n < g->streams.rx.n)
 			break;
 	}
 	gw_stream_arm(g);
@@ -172,13 +166,13 @@ void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents)
 void gw_tape_tick(struct gw *g, ev_tstamp now)
 {
 	(void)now;
-	if (g->tape.rx && rx_gap_count(g->tape.rx) > 0 && !gw_cmd_unacked(g)) {
-		tape_skip(g, rx_high(g->tape.rx), mono_ns());
+	if (g->tape.s.rx && rx_gap_count(g->tape.s.rx) > 0 && !gw_cmd_unacked(g)) {
+		tape_skip(g, rx_high(g->tape.s.rx), mono_ns());
 		gw_stream_arm(g);
 	}
 }
 
-int gw_tape_open(struct gw *g)
+int gw_tape_open(struct gw *g, uint64_t next)
 {
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
@@ -192,43 +186,51 @@ int gw_tape_open(struct gw *g)
 		return -EINVAL;
 	}
 	/* every sequencer node serves the tape up to its own commit position */
-	rc = net_parse_addr_list(g->cfg.tape_retrans, g->tape.retrans, RX_MAX_SERVERS);
+	rc = net_parse_addr_list(g->cfg.tape_retrans, g->tape.s.retrans, RX_MAX_SERVERS);
 	if (rc < 0) {
 		log_err("[gateway] tape_retrans \"%s\": %s", g->cfg.tape_retrans,
 			gw_stream_addr_error(rc, why, sizeof(why), RX_MAX_SERVERS));
 		return rc;
 	}
-	g->tape.n_retrans = (unsigned)rc;
+	g->tape.s.n_retrans = (unsigned)rc;
+	g->tape.s.next = next;
+	/* the loss generator's seeds (after the command socket's, see gw_cmd_open) */
+	rx_drop_init(&g->tape.s.drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 12);
+	rx_drop_init(&g->tape.s.req_drop, g->cfg.drop_rate,
+		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 13);
+	if (mold_session_set(&g->tape.s.sess, g->cfg.tape_session) < 0)
+		return -EINVAL; /* checked by gw_open */
 	/* from the progress file's position (0: the first packet decides) */
-	rc = gw_stream_open(g, &g->tape, &tape_ops, g,
+	rc = gw_stream_open(g, &g->tape.s, &tape_ops, g,
 			    g->cfg.reorder_bytes ? g->cfg.reorder_bytes : 8u << 20,
-			    g->tape.n_retrans, g->tape.next);
+			    g->tape.s.n_retrans, g->tape.s.next);
 	if (rc < 0) {
 		log_err("tape receiver: %s", strerror(-rc));
 		return rc;
 	}
-	g->tape.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, &rcv);
-	if (g->tape.fd < 0) {
+	g->tape.s.fd = net_mcast_recv_open(&group, g->cfg.tape_iface, &opt, &rcv);
+	if (g->tape.s.fd < 0) {
 		log_err("tape %s on %s: %s", g->cfg.tape_group, g->cfg.tape_iface,
-			strerror(-g->tape.fd));
-		return g->tape.fd;
+			strerror(-g->tape.s.fd));
+		return g->tape.s.fd;
 	}
 	rxpath_bufsize_check("tape", &rcv);
-	g->tape.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
-	if (g->tape.req_fd < 0) {
-		log_err("tape request socket: %s", strerror(-g->tape.req_fd));
-		return g->tape.req_fd;
+	g->tape.s.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
+	if (g->tape.s.req_fd < 0) {
+		log_err("tape request socket: %s", strerror(-g->tape.s.req_fd));
+		return g->tape.s.req_fd;
 	}
 	rxpath_bufsize_check("tape request socket", &rcv);
-	ev_io_init(&g->tape.io, gw_tape_read, g->tape.fd, EV_READ);
-	ev_io_init(&g->tape.req_io, gw_tape_read, g->tape.req_fd, EV_READ);
-	g->tape.io.data = g->tape.req_io.data = g;
-	ev_io_start(g->loop, &g->tape.io);
-	ev_io_start(g->loop, &g->tape.req_io);
+	ev_io_init(&g->tape.s.io, tape_read, g->tape.s.fd, EV_READ);
+	ev_io_init(&g->tape.s.req_io, tape_read, g->tape.s.req_fd, EV_READ);
+	g->tape.s.io.data = g->tape.s.req_io.data = g;
+	ev_io_start(g->loop, &g->tape.s.io);
+	ev_io_start(g->loop, &g->tape.s.req_io);
 	return 0;
 }
 
 void gw_tape_close(struct gw *g)
 {
-	gw_stream_close(g, &g->tape);
+	gw_stream_close(g, &g->tape.s);
 }
