@@ -115,9 +115,10 @@ static const struct rx_ops exec_ops = { exec_deliver, exec_request, exec_lost };
 
 /* A datagram of partition x's exec stream, or (answer) on its request
  * socket from `from`: a retransmission, or the too-old answer (a heartbeat). */
-static void exec_packet(struct gw_part *x, const uint8_t *buf, size_t len, int answer,
+static void exec_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 			const struct sockaddr_in *from, uint64_t now)
 {
+	struct gw_part *x = ctx;
 	struct gw *g = x->gw;
 	struct gw_stream *e = &x->exec;
 	struct mold_packet pkt;
@@ -156,24 +157,10 @@ static void exec_packet(struct gw_part *x, const uint8_t *buf, size_t len, int a
 static void exec_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw_part *x = w->data;
-	struct gw *g = x->gw;
-	int answer = w == &x->exec.req_io;
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(&g->streams.rx, w->fd, answer ? &x->exec.req_rxq : &x->exec.rxq);
-		uint64_t now = mono_ns();
-
-		if (n <= 0)
-			break;
-		for (int i = 0; i < n; i++)
-			exec_packet(x, net_batch_slot(&g->streams.rx, (unsigned)i), g->streams.rx.lens[i], answer,
-				    &g->streams.rx.addrs[i], now);
-		if ((unsigned)n < g->streams.rx.n)
-			break;
-	}
-	gw_stream_arm(g);
+	gw_stream_drain(x->gw, &x->exec, w == &x->exec.req_io, exec_packet, x);
 }
 
 int gw_exec_live(const struct gw *g)

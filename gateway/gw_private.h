@@ -319,6 +319,13 @@ int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, 
 /* Stops the stream's watchers, closes its sockets, frees its receiver. */
 void gw_stream_close(struct gw *g, struct gw_stream *s);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
+/* One datagram of a stream (answer: from its request socket, sent by from). */
+typedef void gw_stream_packet_fn(void *ctx, const uint8_t *buf, size_t len, int answer,
+				 const struct sockaddr_in *from, uint64_t now);
+/* Reads what s's socket (answer: its request socket) holds, a batch at a
+ * time, passing each datagram to packet(ctx, ...); then arms the timer. */
+void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_packet_fn *packet,
+		     void *ctx);
 /* Arms the streams' timer for the earliest request due. */
 void gw_stream_arm(struct gw *g);
 /* Copies the receivers' counters into g->st (for STATS). */

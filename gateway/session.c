@@ -248,6 +248,29 @@ static void put_replace(Lockstep__ReplaceOrder *o, const struct ouch_replace_ord
 	o->min_qty = r->min_qty;
 }
 
+/* A Cancel for the order in partition p (< 0: unknown, partition 0). */
+static void put_cancel(Lockstep__Command *c, int p, Lockstep__CancelOrder *o,
+		       struct ouch_cancel_order *m)
+{
+	c->partition = p >= 0 ? (uint32_t)p : 0;
+	o->token = m->token;
+	o->shares = m->shares;
+	c->body_case = LOCKSTEP__COMMAND__BODY_CANCEL;
+	c->cancel = o;
+}
+
+/* A Modify for the order in partition p (< 0: unknown, partition 0). */
+static void put_modify(Lockstep__Command *c, int p, Lockstep__ModifyOrder *o,
+		       struct ouch_modify_order *m)
+{
+	c->partition = p >= 0 ? (uint32_t)p : 0;
+	o->token = m->token;
+	o->side = (uint8_t)m->side;
+	o->shares = m->shares;
+	c->body_case = LOCKSTEP__COMMAND__BODY_MODIFY;
+	c->modify = o;
+}
+
 /* The gateway's own Rejected for an Enter Order that no partition can
  * take (the order never reaches the tape). */
 static void reject_enter(struct gw_session *s, const struct ouch_enter_order *e, char reason)
@@ -377,20 +400,11 @@ static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 		break;
 	case OUCH_CANCEL_ORDER:
 		rc = token_partition(s, m.u.cancel.token, sizeof(m.u.cancel.token));
-		c.partition = rc >= 0 ? (uint32_t)rc : 0;
-		co.token = m.u.cancel.token;
-		co.shares = m.u.cancel.shares;
-		c.body_case = LOCKSTEP__COMMAND__BODY_CANCEL;
-		c.cancel = &co;
+		put_cancel(&c, rc, &co, &m.u.cancel);
 		break;
 	case OUCH_MODIFY_ORDER:
 		rc = token_partition(s, m.u.modify.token, sizeof(m.u.modify.token));
-		c.partition = rc >= 0 ? (uint32_t)rc : 0;
-		mo.token = m.u.modify.token;
-		mo.side = (uint8_t)m.u.modify.side;
-		mo.shares = m.u.modify.shares;
-		c.body_case = LOCKSTEP__COMMAND__BODY_MODIFY;
-		c.modify = &mo;
+		put_modify(&c, rc, &mo, &m.u.modify);
 		break;
 	default:
 		protocol_error(s, "unexpected OUCH type", 0);

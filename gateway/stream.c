@@ -127,6 +127,27 @@ void gw_stream_stats(struct gw *g)
 		g->st.kernel_rcvbuf_errors = us.rcvbuf_errors;
 }
 
+void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_packet_fn *packet,
+		     void *ctx)
+{
+	struct net_batch *rx = &g->streams.rx;
+
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		int n = net_batch_recv_counted(rx, answer ? s->req_fd : s->fd,
+					       answer ? &s->req_rxq : &s->rxq);
+		uint64_t now = mono_ns();
+
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			packet(ctx, net_batch_slot(rx, (unsigned)i), rx->lens[i], answer,
+			       &rx->addrs[i], now);
+		if ((unsigned)n < rx->n)
+			break;
+	}
+	gw_stream_arm(g);
+}
+
 /* Why net_parse_addr_list refused a list. */
 const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max)
 {

@@ -103,9 +103,10 @@ static void tape_skip(struct gw *g, uint64_t upto, uint64_t now)
 
 /* A datagram of the tape, or (answer) on the request socket from `from`: a
  * retransmission, or the too-old answer (a heartbeat). */
-static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer,
+static void tape_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 			const struct sockaddr_in *from, uint64_t now)
 {
+	struct gw *g = ctx;
 	struct mold_packet pkt;
 	int rc;
 
@@ -144,23 +145,10 @@ static void tape_packet(struct gw *g, const uint8_t *buf, size_t len, int answer
 static void tape_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
-	int answer = w == &g->tape.s.req_io;
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(&g->streams.rx, w->fd, answer ? &g->tape.s.req_rxq : &g->tape.s.rxq);
-		uint64_t now = mono_ns();
-
-		if (n <= 0)
-			break;
-		for (int i = 0; i < n; i++)
-			tape_packet(g, net_batch_slot(&g->streams.rx, (unsigned)i), g->streams.rx.lens[i], answer,
-				    &g->streams.rx.addrs[i], now);
-		if ((unsigned)n < g->streams.rx.n)
-			break;
-	}
-	gw_stream_arm(g);
+	gw_stream_drain(g, &g->tape.s, w == &g->tape.s.req_io, tape_packet, g);
 }
 
 void gw_tape_tick(struct gw *g, ev_tstamp now)
