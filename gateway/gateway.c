@@ -1,5 +1,5 @@
-/* The gateway's core: configuration, start-up and shutdown, the login table,
- * the per-iteration flush, progress persistence and the control socket. */
+/* The gateway's top: configuration, opening the parts bottom up and closing
+ * them top down, the per-iteration flush, progress persistence and control. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
