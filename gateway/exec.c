@@ -1,5 +1,5 @@
 /* The execution streams (matchers -> gateway), one per partition, and the
- * per-login journals.
+ * per-login journals' positions in them.
  *
  * Every replica of a partition multicasts the same blocks under the same
  * numbers; the first copy of each number wins and later ones are counted as
@@ -7,7 +7,7 @@
  * retransmission addresses in turn. A block for one of our logins is
  * appended to that login's journal under the login's next SoupBinTCP
  * sequence number (record: u64 BE tag = partition and exec seq, see
- * GW_TAG, then the OUCH message) and offered to its session. A restart
+ * GW_TAG, then the OUCH message) and offered to its reader (logins.c). A restart
  * resumes each partition's stream at the highest exec seq journalled for it
  * (or the progress file's, if later).
  *
@@ -28,144 +28,12 @@
 #include "ouch.h"
 #include "wire.h"
 
-#define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
-
-/* ---- the receivers' common part ---------------------------------------- */
-
-int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
-		   size_t reorder_bytes, unsigned n_servers, uint64_t start)
-{
-	uint64_t wait = g->cfg.retrans_timeout ? g->cfg.retrans_timeout : 10000000u;
-	struct rx_config c = {
-		.window = g->cfg.reorder_window ? (uint32_t)g->cfg.reorder_window : 65536,
-		.ring_bytes = reorder_bytes,
-		.max_count = GW_REQ_MAX_COUNT,
-		.delay_ns = g->cfg.request_delay,
-		.retry_ns = wait,
-		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
-		.settle_ns = wait / 4, /* answers in flight are not asked again */
-		.n_servers = n_servers,
-		.rng = &g->rng,
-	};
-	int rc = rx_create(&s->rx, &c, ops, ctx);
-
-	if (rc < 0)
-		return rc;
-	rx_start(s->rx, start);
-	return 0;
-}
-
-void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
-{
-	struct mold_request r = { s->sess, seq, count };
-	uint8_t buf[MOLD_REQUEST_LEN];
-	const struct sockaddr_in *dst = &s->retrans[server % s->n_retrans];
-
-	if (s->req_fd < 0)
-		return;
-	mold_build_request(buf, &r);
-	if (sendto(s->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "retransmission request: %s",
-				strerror(errno));
-	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
-}
-
-_Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
-	       "an rx server per exec_retrans address");
-
-static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct gw *g = container_of(w, struct gw, rx_timer);
-	uint64_t now = mono_ns();
-
-	(void)loop;
-	(void)revents;
-	if (g->tape.rx)
-		rx_tick(g->tape.rx, now);
-	for (unsigned p = 0; p < g->n_parts; p++)
-		if (g->parts[p].exec.rx)
-			rx_tick(g->parts[p].exec.rx, now);
-	gw_stream_arm(g);
-}
-
-void gw_stream_arm(struct gw *g)
-{
-	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.rx);
-
-	for (unsigned p = 0; p < g->n_parts; p++)
-		due = rxpath_due_min(due, g->parts[p].exec.rx);
-	rxpath_arm(g->loop, &g->rx_timer, g->stopping ? RX_NEVER : due, mono_ns());
-}
-
-/* The exec counters are the sums over the partitions. */
-void gw_stream_stats(struct gw *g)
-{
-	struct rx_stats t = { 0 };
-	struct net_udp_stats us = { 0 };
-
-	if (g->tape.rx)
-		rx_get_stats(g->tape.rx, &t);
-	g->st.tape_gaps = t.gaps;
-	g->st.tape_requests = t.requests;
-	g->st.tape_held = t.held;
-	g->st.tape_skipped = t.lost;
-	g->st.exec_gaps = g->st.exec_requests = g->st.exec_dups = 0;
-	g->st.exec_held = g->st.exec_lost = 0;
-	g->st.drops_injected = g->tape.drop.dropped + g->tape.req_drop.dropped;
-	g->st.drops_injected += g->cmd_drop.dropped;
-	g->st.rxq_dropped = g->tape.rxq + g->tape.req_rxq + g->cmd_rxq;
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		const struct gw_stream *x = &g->parts[p].exec;
-		struct rx_stats e = { 0 };
-
-		if (x->rx)
-			rx_get_stats(x->rx, &e);
-		g->st.exec_gaps += e.gaps;
-		g->st.exec_requests += e.requests;
-		g->st.exec_dups += e.duplicates;
-		g->st.exec_held += e.held;
-		g->st.exec_lost += e.lost;
-		g->st.drops_injected += x->drop.dropped + x->req_drop.dropped;
-		g->st.rxq_dropped += x->rxq + x->req_rxq;
-	}
-	if (net_udp_stats_read(&us) == 0)
-		g->st.kernel_rcvbuf_errors = us.rcvbuf_errors;
-}
-
 /* ---- the exec streams ---------------------------------------------------- */
 
-/* Journals one message for login l under its next SoupBinTCP number and
- * offers it to its session. */
-static int login_deliver(struct gw *g, struct gw_login *l, uint64_t tag, const uint8_t *msg,
-			 size_t mlen)
+/* Login l's highest exec seq journalled, per partition. */
+static uint64_t *last_exec(struct gw *g, const struct gw_login *l)
 {
-	uint8_t rec[8 + GW_MAX_EXEC_MSG];
-	int rc;
-
-	if (mlen > GW_MAX_EXEC_MSG)
-		return -EMSGSIZE;
-	wire_put_u64(rec, tag);
-	memcpy(rec + 8, msg, mlen);
-	rc = journal_append(l->j, l->next_seq, 0, rec, 8 + mlen);
-	if (rc < 0) {
-		g->st.journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal append %" PRIu64 ": %s",
-				l->cred.login, l->next_seq, strerror(-rc));
-		return rc;
-	}
-	gw_session_offer(l, l->next_seq, rec + 8, mlen);
-	l->next_seq++;
-	if (!l->jdirty) {
-		l->jdirty = 1;
-		l->next_jdirty = g->jdirty;
-		g->jdirty = l;
-	}
-	return 0;
-}
-
-int gw_exec_local(struct gw *g, struct gw_login *l, const uint8_t *msg, size_t len)
-{
-	return login_deliver(g, l, GW_TAG((uint64_t)GW_TAG_LOCAL, 0), msg, len);
+	return g->exec.last_exec[gw_login_id(l)];
 }
 
 /* An Accepted, Replaced or Rejected for login l from partition p: its
@@ -179,7 +47,7 @@ static void learn_token(struct gw *g, struct gw_login *l, unsigned p, const uint
 	if (len < 1 + 8 + 14 || (msg[0] != OUCH_ACCEPTED && msg[0] != OUCH_REPLACED &&
 				 msg[0] != OUCH_REJECTED))
 		return;
-	rc = gw_route_add(g->routes, gw_login_id(g, l), (const char *)msg + 9, 14, p, 1);
+	rc = gw_route_add(g->routes, gw_login_id(l), (const char *)msg + 9, 14, p, 1);
 	if (rc == -ENOSPC) {
 		g->st.tokens_full++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
@@ -201,19 +69,20 @@ static void exec_block(struct gw_part *x, uint64_t seq, const uint8_t *data, uin
 				x->index, seq, len);
 		return;
 	}
-	l = gw_login_find(g, data + 8, WIRE_USER_LEN);
+	l = gw_login_find(&g->logins, data + 8, WIRE_USER_LEN);
 	if (!l) {
 		g->st.exec_foreign++;
 		return;
 	}
-	if (seq <= l->last_exec[x->index])
+	if (seq <= last_exec(g, l)[x->index])
 		return; /* journalled before a restart */
 	mlen = len - WIRE_EXEC_HDR_LEN;
 	if (g->n_parts > 1)
 		learn_token(g, l, x->index, data + WIRE_EXEC_HDR_LEN, mlen);
-	if (login_deliver(g, l, GW_TAG(x->index, seq), data + WIRE_EXEC_HDR_LEN, mlen) < 0)
+	if (gw_login_append(&g->logins, l, GW_TAG(x->index, seq), data + WIRE_EXEC_HDR_LEN,
+			    mlen) < 0)
 		return;
-	l->last_exec[x->index] = seq;
+	last_exec(g, l)[x->index] = seq;
 	g->st.exec_routed++;
 }
 
@@ -246,9 +115,10 @@ static const struct rx_ops exec_ops = { exec_deliver, exec_request, exec_lost };
 
 /* A datagram of partition x's exec stream, or (answer) on its request
  * socket from `from`: a retransmission, or the too-old answer (a heartbeat). */
-static void exec_packet(struct gw_part *x, const uint8_t *buf, size_t len, int answer,
+static void exec_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 			const struct sockaddr_in *from, uint64_t now)
 {
+	struct gw_part *x = ctx;
 	struct gw *g = x->gw;
 	struct gw_stream *e = &x->exec;
 	struct mold_packet pkt;
@@ -284,57 +154,21 @@ static void exec_packet(struct gw_part *x, const uint8_t *buf, size_t len, int a
 	rx_packet(e->rx, &pkt, now);
 }
 
-void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents)
+static void exec_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw_part *x = w->data;
-	struct gw *g = x->gw;
-	int answer = w == &x->exec.req_io;
 
 	(void)loop;
 	(void)revents;
-	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(&g->rx, w->fd, answer ? &x->exec.req_rxq : &x->exec.rxq);
-		uint64_t now = mono_ns();
-
-		if (n <= 0)
-			break;
-		for (int i = 0; i < n; i++)
-			exec_packet(x, net_batch_slot(&g->rx, (unsigned)i), g->rx.lens[i], answer,
-				    &g->rx.addrs[i], now);
-		if ((unsigned)n < g->rx.n)
-			break;
-	}
-	gw_stream_arm(g);
+	gw_stream_drain(x->gw, &x->exec, w == &x->exec.req_io, exec_packet, x);
 }
 
 int gw_exec_live(const struct gw *g)
 {
 	for (unsigned p = 0; p < g->n_parts; p++)
-		if (!g->parts[p].exec.live)
+		if (!g->exec.parts[p].exec.live)
 			return 0;
 	return g->n_parts > 0;
-}
-
-/* Writes the journals appended to in this iteration, then lets their
- * sessions replay what became readable. */
-void gw_exec_flush(struct gw *g)
-{
-	while (g->jdirty) {
-		struct gw_login *l = g->jdirty;
-		int rc = journal_flush(l->j);
-
-		g->jdirty = l->next_jdirty;
-		l->jdirty = 0;
-		if (rc < 0) {
-			g->st.journal_errors++;
-			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal flush: %s", l->cred.login,
-					strerror(-rc));
-			continue;
-		}
-		l->flushed_next = l->next_seq;
-		if (l->sess)
-			gw_session_wake(l->sess);
-	}
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -342,13 +176,13 @@ void gw_exec_flush(struct gw *g)
 /* One partition: the highest exec seq journalled for each partition, from
  * the last record of that partition (usually the last record: the
  * gateway's own messages are skipped). */
-static int scan_back(struct gw *g, struct gw_login *l, const char *path)
+static int scan_back(struct journal *j, uint64_t *last, const char *path)
 {
 	uint8_t rec[8 + GW_MAX_EXEC_MSG];
-	uint64_t first = journal_first_seq(l->j);
+	uint64_t first = journal_first_seq(j);
 
-	for (uint64_t seq = journal_last_seq(l->j); seq && seq >= first; seq--) {
-		int rc = journal_read(l->j, seq, rec, sizeof(rec), NULL);
+	for (uint64_t seq = journal_last_seq(j); seq && seq >= first; seq--) {
+		int rc = journal_read(j, seq, rec, sizeof(rec), NULL);
 		uint64_t tag;
 
 		if (rc < 8) {
@@ -357,7 +191,7 @@ static int scan_back(struct gw *g, struct gw_login *l, const char *path)
 		}
 		tag = wire_get_u64(rec);
 		if (tag >> GW_TAG_SHIFT == 0) {
-			l->last_exec[0] = tag;
+			last[0] = tag;
 			return 0;
 		}
 	}
@@ -368,13 +202,14 @@ static int scan_back(struct gw *g, struct gw_login *l, const char *path)
  * partition (their records interleave) and the tokens the partitions
  * answered for (see learn_token). Start-up only: journal_open has just
  * read all of it once to check it. */
-static int scan_all(struct gw *g, struct gw_login *l, const char *path)
+static int scan_all(struct gw *g, struct gw_login *l, struct journal *j, const char *path)
 {
+	uint64_t *last = last_exec(g, l);
 	struct journal_iter *it;
 	const uint8_t *data;
 	uint64_t seq, term;
 	size_t len;
-	int rc = journal_iter_open(&it, l->j, journal_first_seq(l->j));
+	int rc = journal_iter_open(&it, j, journal_first_seq(j));
 
 	if (rc < 0) {
 		log_err("%s: %s", path, strerror(-rc));
@@ -390,8 +225,8 @@ static int scan_all(struct gw *g, struct gw_login *l, const char *path)
 		p = (unsigned)(tag >> GW_TAG_SHIFT);
 		if (p >= g->n_parts)
 			continue; /* ours, or a partition no longer configured */
-		if ((tag & GW_TAG_SEQ_MASK) > l->last_exec[p])
-			l->last_exec[p] = tag & GW_TAG_SEQ_MASK;
+		if ((tag & GW_TAG_SEQ_MASK) > last[p])
+			last[p] = tag & GW_TAG_SEQ_MASK;
 		learn_token(g, l, p, data + 8, len - 8);
 	}
 	journal_iter_close(it);
@@ -400,31 +235,34 @@ static int scan_all(struct gw *g, struct gw_login *l, const char *path)
 	return rc;
 }
 
-static int open_login(struct gw *g, struct gw_login *l, const char *dir)
+/* The login table's opened() hook: a login's journal, at start or added by
+ * a reload. At start each partition's stream resumes after the highest
+ * exec seq journalled for it; later its position stays where it is. */
+static int login_opened(void *ctx, struct gw_login *l, struct journal *j, const char *path)
 {
-	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
-	struct journal_report rep;
-	char path[320];
+	struct gw *g = ctx;
+	size_t id = gw_login_id(l);
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, l->cred.login);
-	rc = journal_open(&l->j, path, &jo, &rep);
-	if (rc < 0) {
-		log_err("%s: %s", path, strerror(-rc));
-		return rc;
+	if (id >= g->exec.n_last) {
+		size_t n = id + 1 > 2 * g->exec.n_last ? id + 1 : 2 * g->exec.n_last;
+		uint64_t(*v)[GW_MAX_PARTITIONS] = realloc(g->exec.last_exec, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		memset(v + g->exec.n_last, 0, (n - g->exec.n_last) * sizeof(*v));
+		g->exec.last_exec = v;
+		g->exec.n_last = n;
 	}
-	if (rep.cut_bytes || rep.cut_segments)
-		log_warn("%s: cut %" PRIu64 " bytes at seq %" PRIu64 " (%s)", path, rep.cut_bytes,
-			 rep.bad_seq, rep.bad_reason ? rep.bad_reason : "?");
-	l->next_seq = l->flushed_next = journal_last_seq(l->j) + 1;
-	if (journal_last_seq(l->j)) {
-		rc = g->n_parts > 1 ? scan_all(g, l, path) : scan_back(g, l, path);
+	memset(last_exec(g, l), 0, sizeof(*g->exec.last_exec));
+	if (journal_last_seq(j)) {
+		rc = g->n_parts > 1 ? scan_all(g, l, j, path) : scan_back(j, last_exec(g, l), path);
 		if (rc < 0)
 			return rc;
 	}
-	for (unsigned p = 0; p < g->n_parts; p++)
-		if (l->last_exec[p] + 1 > g->parts[p].exec.next)
-			g->parts[p].exec.next = l->last_exec[p] + 1;
+	for (unsigned p = 0; p < g->n_parts && !g->exec.running; p++)
+		if (last_exec(g, l)[p] + 1 > g->exec.parts[p].exec.next)
+			g->exec.parts[p].exec.next = last_exec(g, l)[p] + 1;
 	return 0;
 }
 
@@ -480,8 +318,8 @@ static int open_exec_sockets(struct gw_part *x)
 	}
 	snprintf(what, sizeof(what), "exec %u request socket", x->index);
 	rxpath_bufsize_check(what, &rcv);
-	ev_io_init(&e->io, gw_exec_read, e->fd, EV_READ);
-	ev_io_init(&e->req_io, gw_exec_read, e->req_fd, EV_READ);
+	ev_io_init(&e->io, exec_read, e->fd, EV_READ);
+	ev_io_init(&e->req_io, exec_read, e->req_fd, EV_READ);
 	e->io.data = e->req_io.data = x;
 	ev_io_start(g->loop, &e->io);
 	ev_io_start(g->loop, &e->req_io);
@@ -497,89 +335,62 @@ static uint64_t exec_drop_seed(const struct gw *g, unsigned p, unsigned k)
 	return p == 0 ? base + 10 + k : base + 20 + 2 * p + k;
 }
 
-int gw_exec_open(struct gw *g)
+/* The partitions, each at its position next[p] (0: unknown). */
+static int parts_init(struct gw *g, const uint64_t *next)
 {
-	char dir[300];
-	int rc;
-
-	snprintf(dir, sizeof(dir), "%s/sessions", g->cfg.node.state_dir);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		log_err("%s: %s", dir, strerror(errno));
-		return -errno;
-	}
+	g->exec.parts = calloc(g->n_parts, sizeof(*g->exec.parts));
+	if (!g->exec.parts)
+		return -ENOMEM;
 	for (unsigned p = 0; p < g->n_parts; p++) {
-		struct gw_part *x = &g->parts[p];
+		struct gw_part *x = &g->exec.parts[p];
 
-		if (x->exec.next == 0)
-			x->exec.next = 1;
+		x->gw = g;
+		x->index = p;
+		x->exec.fd = x->exec.req_fd = -1;
+		x->exec.next = next[p] ? next[p] : 1;
 		if (mold_session_set(&x->exec.sess, g->cfg.part[p].exec_session) < 0) {
 			log_err("partition %u: exec_session \"%s\": 1 to 10 printable characters",
 				p, g->cfg.part[p].exec_session);
 			return -EINVAL;
 		}
-	}
-	for (size_t i = 0; i < g->n_logins; i++) {
-		rc = open_login(g, &g->logins[i], dir);
-		if (rc < 0)
-			return rc;
-	}
-	/* the loss generator and the jitter of every stream (the tape's is
-	 * opened by gw_cmd_open, after this) */
-	rxpath_loss_init(&g->rng,
-			 (struct rx_drop *const[]){ &g->tape.drop, &g->tape.req_drop, &g->cmd_drop },
-			 3, g->cfg.drop_rate, g->cfg.node.name, g->cfg.drop_seed, 12);
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		rx_drop_init(&g->parts[p].exec.drop, g->cfg.drop_rate, exec_drop_seed(g, p, 0));
-		rx_drop_init(&g->parts[p].exec.req_drop, g->cfg.drop_rate, exec_drop_seed(g, p, 1));
-	}
-	ev_init(&g->rx_timer, on_rx_timer);
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		rc = open_exec_sockets(&g->parts[p]);
-		if (rc < 0)
-			return rc;
+		rx_drop_init(&x->exec.drop, g->cfg.drop_rate, exec_drop_seed(g, p, 0));
+		rx_drop_init(&x->exec.req_drop, g->cfg.drop_rate, exec_drop_seed(g, p, 1));
 	}
 	return 0;
 }
 
-int gw_exec_open_login(struct gw *g, struct gw_login *l)
+int gw_exec_open(struct gw *g, const uint64_t *next)
 {
-	uint64_t next[GW_MAX_PARTITIONS];
-	char dir[300];
-	int rc;
+	int rc = parts_init(g, next);
 
-	for (unsigned p = 0; p < g->n_parts; p++)
-		next[p] = g->parts[p].exec.next;
-	snprintf(dir, sizeof(dir), "%s/sessions", g->cfg.node.state_dir);
-	rc = open_login(g, l, dir);
-	for (unsigned p = 0; p < g->n_parts; p++)
-		g->parts[p].exec.next = next[p];
-	return rc;
-}
-
-static void close_stream(struct gw *g, struct gw_stream *e)
-{
-	if (e->fd >= 0) {
-		ev_io_stop(g->loop, &e->io);
-		close(e->fd);
-		e->fd = -1;
+	if (rc < 0)
+		return rc;
+	rc = gw_logins_open_journals(&g->logins, login_opened, g);
+	if (rc < 0)
+		return rc;
+	rc = gw_stream_init(g);
+	if (rc < 0)
+		return rc;
+	for (unsigned p = 0; p < g->n_parts; p++) {
+		rc = open_exec_sockets(&g->exec.parts[p]);
+		if (rc < 0)
+			return rc;
 	}
-	if (e->req_fd >= 0) {
-		ev_io_stop(g->loop, &e->req_io);
-		close(e->req_fd);
-		e->req_fd = -1;
-	}
-	rx_destroy(e->rx);
-	e->rx = NULL;
+	g->exec.running = 1;
+	return 0;
 }
 
 void gw_exec_close(struct gw *g)
 {
-	gw_exec_flush(g);
-	for (size_t i = 0; g->logins && i < g->n_logins; i++) {
-		journal_close(g->logins[i].j);
-		g->logins[i].j = NULL;
-	}
-	for (unsigned p = 0; g->parts && p < g->n_parts; p++)
-		close_stream(g, &g->parts[p].exec);
-	ev_timer_stop(g->loop, &g->rx_timer);
+	for (unsigned p = 0; g->exec.parts && p < g->n_parts; p++)
+		gw_stream_close(g, &g->exec.parts[p].exec);
+}
+
+void gw_exec_free(struct gw *g)
+{
+	free(g->exec.parts);
+	free(g->exec.last_exec);
+	g->exec.parts = NULL;
+	g->exec.last_exec = NULL;
+	g->exec.n_last = 0;
 }

@@ -1,5 +1,5 @@
-/* The gateway's core: configuration, start-up and shutdown, the login table,
- * the per-iteration flush, progress persistence and the control socket. */
+/* The gateway's top: configuration, opening the parts bottom up and closing
+ * them top down, the per-iteration flush, progress persistence and control. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -113,156 +113,16 @@ const struct config_spec gw_config_spec = { .keys = gw_config_keys };
 
 _Static_assert(GW_MAX_PARTITIONS == 16, "a GW_PART() above for each partition but 0");
 
-/* ---- logins ----------------------------------------------------------- */
-
-static uint32_t name_hash(const uint8_t *p, size_t n)
+void gw_default_session(char out[11], time_t t)
 {
-	uint32_t h = 2166136261u;
+	struct tm tm;
+	char buf[32];
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint32_t)(p[i] & 0xdf)) * 16777619u; /* case-folded */
-	return h;
-}
-
-/* Indexes g->logins[0..n) by name; a new table replaces the old one only
- * when it could be allocated. */
-static int hash_build(struct gw *g, size_t n)
-{
-	size_t size = 16;
-	int32_t *hash;
-
-	while (size < n * 2)
-		size *= 2;
-	hash = malloc(size * sizeof(*hash));
-	if (!hash)
-		return -ENOMEM;
-	for (size_t i = 0; i < size; i++)
-		hash[i] = -1;
-	for (size_t i = 0; i < n; i++) {
-		const char *name = g->logins[i].cred.login;
-		size_t h = name_hash((const uint8_t *)name, strlen(name)) & (size - 1);
-
-		while (hash[h] >= 0)
-			h = (h + 1) & (size - 1);
-		hash[h] = (int32_t)i;
-	}
-	free(g->hash);
-	g->hash = hash;
-	g->hash_mask = size - 1;
-	return 0;
-}
-
-static int logins_build(struct gw *g)
-{
-	g->logins = calloc(g->creds.n ? g->creds.n : 1, sizeof(*g->logins));
-	if (!g->logins)
-		return -ENOMEM;
-	for (size_t i = 0; i < g->creds.n; i++)
-		g->logins[i].cred = g->creds.v[i];
-	g->n_logins = g->creds.n;
-	return hash_build(g, g->n_logins);
-}
-
-/* name: len bytes, trailing spaces allowed (exec block user, Login Request). */
-struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len)
-{
-	size_t h;
-
-	while (len > 0 && name[len - 1] == ' ')
-		len--;
-	if (len == 0 || len > GW_LOGIN_LEN)
-		return NULL;
-	h = name_hash(name, len) & g->hash_mask;
-	while (g->hash[h] >= 0) {
-		struct gw_login *l = &g->logins[g->hash[h]];
-
-		if (strlen(l->cred.login) == len && strncasecmp(l->cred.login, (const char *)name,
-								 len) == 0)
-			return l;
-		h = (h + 1) & g->hash_mask;
-	}
-	return NULL;
-}
-
-/* Logins from a re-read credentials file. A login never moves while its
- * session or the journal flush list may point at it, and never goes away:
- * one gone from the file is revoked (no new login; its session gets End of
- * Session; executions of its orders are still journalled for it), one kept
- * or back takes its new password, firm and options, one new gets a journal
- * (the table grows by a copy, the sessions' pointers follow). */
-static int logins_reload(struct gw *g, const char *path, char *msg, size_t msglen)
-{
-	struct gw_creds nc = { 0 };
-	struct gw_login *nl;
-	size_t n_new = 0, n_old = g->n_logins, revoked = 0;
-	char err[512];
-	int rc;
-
-	if (path[0] && (rc = gw_creds_load(&nc, path, err, sizeof(err))) < 0) {
-		snprintf(msg, msglen, "credentials: %s", err);
-		gw_creds_fini(&nc);
-		return rc;
-	}
-	for (size_t i = 0; i < nc.n; i++)
-		if (!gw_login_find(g, (const uint8_t *)nc.v[i].login, strlen(nc.v[i].login)))
-			n_new++;
-	if (n_new) {
-		gw_exec_flush(g); /* empties the flush list, which points at logins */
-		nl = calloc(n_old + n_new, sizeof(*nl));
-		if (!nl) {
-			gw_creds_fini(&nc);
-			snprintf(msg, msglen, "credentials: out of memory");
-			return -ENOMEM;
-		}
-		memcpy(nl, g->logins, n_old * sizeof(*nl));
-		for (struct gw_session *s = g->sessions; s; s = s->next)
-			if (s->login)
-				s->login = nl + (s->login - g->logins);
-		free(g->logins);
-		g->logins = nl;
-	}
-	for (size_t i = 0; i < n_old; i++)
-		g->logins[i].revoked = 1;
-	for (size_t i = 0; i < nc.n; i++) {
-		struct gw_login *l = gw_login_find(g, (const uint8_t *)nc.v[i].login,
-						   strlen(nc.v[i].login));
-
-		if (!l) {
-			l = &g->logins[g->n_logins];
-			memset(l, 0, sizeof(*l));
-			l->cred = nc.v[i];
-			if ((rc = gw_exec_open_login(g, l)) < 0) {
-				journal_close(l->j);
-				memset(l, 0, sizeof(*l));
-				log_err("credentials: login %s: journal: %s", nc.v[i].login,
-					strerror(-rc));
-				continue;
-			}
-			g->n_logins++;
-		}
-		l->cred = nc.v[i];
-		l->revoked = 0;
-	}
-	if (g->n_logins != n_old && (rc = hash_build(g, g->n_logins)) < 0) {
-		g->n_logins = n_old; /* the new ones cannot be found: drop them */
-		for (size_t i = n_old; i < n_old + n_new; i++)
-			journal_close(g->logins[i].j);
-		gw_creds_fini(&nc);
-		snprintf(msg, msglen, "credentials: out of memory");
-		return rc;
-	}
-	for (size_t i = 0; i < g->n_logins; i++) {
-		if (!g->logins[i].revoked)
-			continue;
-		revoked++;
-		if (g->logins[i].sess)
-			gw_session_end(g->logins[i].sess);
-	}
-	gw_creds_fini(&g->creds);
-	g->creds = nc;
-	snprintf(msg, msglen, "%zu logins (%zu new, %zu revoked)", g->n_logins - revoked,
-		 g->n_logins - n_old, revoked);
-	return 0;
+	localtime_r(&t, &tm);
+	snprintf(buf, sizeof(buf), "LS%04d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday);
+	memcpy(out, buf, 10);
+	out[10] = '\0';
 }
 
 /* RELOAD and SIGHUP: the logins of [gateway] credentials (the skeleton
@@ -271,7 +131,7 @@ static int gw_reload(void *self, const void *fresh_cfg, char *msg, size_t msglen
 {
 	const struct gw_config *fresh = fresh_cfg;
 	struct gw *g = self;
-	int rc = logins_reload(g, fresh->credentials, msg, msglen);
+	int rc = gw_logins_reload(&g->logins, fresh->credentials, msg, msglen);
 
 	if (rc == 0)
 		memcpy(g->cfg.credentials, fresh->credentials, sizeof(g->cfg.credentials));
@@ -320,12 +180,12 @@ static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 
 static void progress_save(struct gw *g)
 {
-	uint64_t v[GW_N_POS] = { g->cmd_acked, g->tape.next };
+	uint64_t v[GW_N_POS] = { g->cmd.acked, g->tape.s.next };
 	char path[300], tmp[300];
 	FILE *f;
 
 	for (unsigned p = 0; p < g->n_parts; p++)
-		v[2 + p] = g->parts[p].exec.next;
+		v[2 + p] = g->exec.parts[p].exec.next;
 	if (memcmp(v, g->persisted, sizeof(v)) == 0)
 		return;
 	progress_path(g, path, sizeof(path), "");
@@ -357,7 +217,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	gw_exec_flush(g);
+	gw_logins_flush(&g->logins);
 	gw_cmd_flush(g);
 	gw_session_flush_all(g);
 	gw_session_reap(g);
@@ -409,11 +269,11 @@ static void gw_status(void *self, Lockstep__ControlReply *reply)
 
 	reply->name = g->cfg.node.name;
 	reply->state = g->stopping ? "stopping"
-		       : (g->tape.live && gw_exec_live(g)) ? "ready" : "starting";
-	reply->term = g->tape_term;
-	reply->seq = g->tape_last;
-	reply->commit = g->tape_commit;
-	reply->ouch = g->ouch_addr;
+		       : (g->tape.s.live && gw_exec_live(g)) ? "ready" : "starting";
+	reply->term = g->tape.term;
+	reply->seq = g->tape.last;
+	reply->commit = g->tape.commit;
+	reply->ouch = g->sess.ouch_addr;
 }
 
 static void gw_stats_add(void *self, struct counters *out)
@@ -424,42 +284,20 @@ static void gw_stats_add(void *self, struct counters *out)
 	gw_stream_stats(g);
 	counters_add_table(out, stat_defs, (const uint64_t *)&g->st,
 			   sizeof(stat_defs) / sizeof(stat_defs[0]));
-	counters_add(out, "sessions", g->n_sessions, 1);
-	counters_add(out, "cmd_next", g->cmd_next, 1);
-	counters_add(out, "exec_next", g->parts[0].exec.next, 1);
+	counters_add(out, "sessions", g->sess.n, 1);
+	counters_add(out, "cmd_next", g->cmd.next, 1);
+	counters_add(out, "exec_next", g->exec.parts[0].exec.next, 1);
 	counters_add(out, "tokens", gw_route_count(g->routes), 1);
 	for (unsigned p = 1; p < g->n_parts; p++) {
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
-		counters_add(out, names[p], g->parts[p].exec.next, 1);
+		counters_add(out, names[p], g->exec.parts[p].exec.next, 1);
 	}
 }
 
 /* ---- open and close ------------------------------------------------------ */
 
-static int open_listener(struct gw *g)
-{
-	struct sockaddr_in a;
-	int rc = net_parse_addr(g->cfg.ouch_listen, &a);
-
-	if (rc < 0) {
-		log_err("[gateway] ouch_listen \"%s\": %s", g->cfg.ouch_listen, strerror(-rc));
-		return rc;
-	}
-	g->listen_fd = net_tcp_listen(&a, 128);
-	if (g->listen_fd < 0) {
-		log_err("listen on %s: %s", g->cfg.ouch_listen, strerror(-g->listen_fd));
-		return g->listen_fd;
-	}
-	a.sin_port = htons((uint16_t)net_local_port(g->listen_fd));
-	net_format_addr(&a, g->ouch_addr, sizeof(g->ouch_addr));
-	ev_io_init(&g->listen_io, gw_sessions_accept, g->listen_fd, EV_READ);
-	g->listen_io.data = g;
-	ev_io_start(g->loop, &g->listen_io);
-	return 0;
-}
-
-/* The partitions: their routes, and a receiver each (opened later). */
-static int open_parts(struct gw *g, const uint64_t pos[GW_N_POS])
+/* The partitions' routes (their receivers are exec.c's). */
+static int open_routes(struct gw *g)
 {
 	char err[512];
 	int rc = gw_routes_open(&g->routes, &g->cfg, err, sizeof(err));
@@ -469,15 +307,6 @@ static int open_parts(struct gw *g, const uint64_t pos[GW_N_POS])
 		return rc;
 	}
 	g->n_parts = gw_routes_parts(g->routes);
-	g->parts = calloc(g->n_parts, sizeof(*g->parts));
-	if (!g->parts)
-		return -ENOMEM;
-	for (unsigned p = 0; p < g->n_parts; p++) {
-		g->parts[p].gw = g;
-		g->parts[p].index = p;
-		g->parts[p].exec.fd = g->parts[p].exec.req_fd = -1;
-		g->parts[p].exec.next = pos[2 + p];
-	}
 	if (g->n_parts > 1)
 		log_info("%u partitions, symbols %s; %" PRIu64 " order tokens at most",
 			 g->n_parts, gw_routes_listed(g->routes) ? "listed" : "spread by hash",
@@ -485,67 +314,54 @@ static int open_parts(struct gw *g, const uint64_t pos[GW_N_POS])
 	return 0;
 }
 
-static int open_names(struct gw *g)
+/* The MoldUDP64 session names of the command stream and the tape. */
+static int check_names(const struct gw *g)
 {
-	char err[512];
-	int rc;
+	struct mold_session cmd, tape;
 
-	if (g->cfg.soup_session[0])
-		snprintf(g->soup_session, sizeof(g->soup_session), "%.10s", g->cfg.soup_session);
-	else
-		gw_default_session(g->soup_session, time(NULL));
-	if (mold_session_set(&g->cmd_sess, g->cfg.node.name) < 0 ||
-	    mold_session_set(&g->tape.sess, g->cfg.tape_session) < 0) {
+	if (mold_session_set(&cmd, g->cfg.node.name) < 0 ||
+	    mold_session_set(&tape, g->cfg.tape_session) < 0) {
 		log_err("[node] name and tape_session must be 1 to 10 printable characters");
 		return -EINVAL;
 	}
-	if (g->cfg.credentials[0] == '\0') {
-		log_warn("no [gateway] credentials file: nobody can log in");
-		return 0;
-	}
-	rc = gw_creds_load(&g->creds, g->cfg.credentials, err, sizeof(err));
-	if (rc < 0)
-		log_err("credentials: %s", err);
-	return rc;
+	return 0;
+}
+
+/* Every part, from the bottom up: the logins, the routes, the exec
+ * streams, the command stream, the tape, the sessions. */
+static int open_parts(struct gw *g)
+{
+	uint64_t pos[GW_N_POS];
+	int rc = check_names(g);
+
+	if (rc < 0 || (rc = gw_logins_open(&g->logins, &g->cfg, &g->st)) < 0)
+		return rc;
+	progress_load(g, pos);
+	memcpy(g->persisted, pos, sizeof(pos));
+	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + 2)) < 0 ||
+	    (rc = gw_cmd_open(g, pos[0])) < 0 || (rc = gw_tape_open(g, pos[1])) < 0)
+		return rc;
+	return gw_session_listen(g);
 }
 
 int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 {
 	struct gw *g = calloc(1, sizeof(*g));
-	uint64_t pos[GW_N_POS];
 	int rc;
 
 	if (!g)
 		return -ENOMEM;
 	g->loop = loop;
 	g->cfg = *cfg;
-	g->listen_fd = g->cmd_fd = -1;
-	g->tape.fd = g->tape.req_fd = -1;
+	/* what gw_close closes must say "not open" */
+	g->sess.listen_fd = g->cmd.fd = -1;
+	g->tape.s.fd = g->tape.s.req_fd = -1;
 	if (mkdir(cfg->node.state_dir, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_err("%s: %s", cfg->node.state_dir, strerror(errno));
 		goto out_free;
 	}
-	rc = open_names(g);
-	if (rc < 0)
-		goto out_free;
-	rc = logins_build(g);
-	if (rc < 0)
-		goto out_free;
-	progress_load(g, pos);
-	g->cmd_acked = pos[0];
-	g->tape.next = pos[1];
-	memcpy(g->persisted, pos, sizeof(pos));
-	rc = open_parts(g, pos);
-	if (rc < 0)
-		goto out_free;
-	rc = gw_exec_open(g);
-	if (rc < 0)
-		goto out_free;
-	rc = gw_cmd_open(g);
-	if (rc < 0)
-		goto out_free;
-	rc = open_listener(g);
+	rc = open_parts(g);
 	if (rc < 0)
 		goto out_free;
 	ev_prepare_init(&g->prepare, on_prepare);
@@ -555,8 +371,8 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	g->last_persist = ev_now(loop);
 	log_notice("gateway %s: OUCH on %s, session %s, %zu logins, command seq %" PRIu64
 		   " (acked %" PRIu64 "), %u partition%s, exec from %" PRIu64 "%s",
-		   cfg->node.name, g->ouch_addr, g->soup_session, g->n_logins, g->cmd_next,
-		   g->cmd_acked, g->n_parts, g->n_parts > 1 ? "s" : "", g->parts[0].exec.next,
+		   cfg->node.name, g->sess.ouch_addr, g->sess.soup_session, g->logins.n, g->cmd.next,
+		   g->cmd.acked, g->n_parts, g->n_parts > 1 ? "s" : "", g->exec.parts[0].exec.next,
 		   g->n_parts > 1 ? " (partition 0)" : "");
 	*out = g;
 	return 0;
@@ -568,7 +384,26 @@ out_free:
 
 int gw_ouch_port(const struct gw *g)
 {
-	return g->listen_fd >= 0 ? net_local_port(g->listen_fd) : -EBADF;
+	return g->sess.listen_fd >= 0 ? net_local_port(g->sess.listen_fd) : -EBADF;
+}
+
+/* Flushes what the loop's prepare watcher would, then closes every part
+ * from the top down. */
+static void close_parts(struct gw *g)
+{
+	gw_logins_flush(&g->logins);
+	gw_cmd_flush(g);
+	gw_session_flush_all(g);
+	gw_session_reap(g);
+	if (ev_is_active(&g->prepare))
+		ev_prepare_stop(g->loop, &g->prepare);
+	if (ev_is_active(&g->tick))
+		ev_timer_stop(g->loop, &g->tick);
+	gw_cmd_close(g);
+	gw_tape_close(g);
+	gw_exec_close(g);
+	gw_logins_close_journals(&g->logins);
+	gw_stream_fini(g);
 }
 
 void gw_stop(struct gw *g)
@@ -576,20 +411,9 @@ void gw_stop(struct gw *g)
 	if (g->stopping)
 		return;
 	g->stopping = 1;
-	if (g->listen_fd >= 0) {
-		ev_io_stop(g->loop, &g->listen_io);
-		close(g->listen_fd);
-		g->listen_fd = -1;
-	}
+	gw_session_close_listener(g);
 	gw_session_end_all(g);
-	gw_exec_flush(g);
-	gw_cmd_flush(g);
-	gw_session_flush_all(g);
-	gw_session_reap(g);
-	ev_prepare_stop(g->loop, &g->prepare);
-	ev_timer_stop(g->loop, &g->tick);
-	gw_cmd_close(g);
-	gw_exec_close(g);
+	close_parts(g);
 	progress_save(g);
 	ev_break(g->loop, EVBREAK_ALL);
 }
@@ -600,24 +424,12 @@ void gw_close(struct gw *g)
 		return;
 	if (!g->stopping) {
 		gw_session_end_all(g);
-		gw_session_flush_all(g);
-		gw_session_reap(g);
-		if (ev_is_active(&g->prepare))
-			ev_prepare_stop(g->loop, &g->prepare);
-		if (ev_is_active(&g->tick))
-			ev_timer_stop(g->loop, &g->tick);
-		gw_cmd_close(g);
-		gw_exec_close(g);
+		close_parts(g);
 	}
-	if (g->listen_fd >= 0) {
-		ev_io_stop(g->loop, &g->listen_io);
-		close(g->listen_fd);
-	}
-	free(g->logins);
-	free(g->hash);
-	free(g->parts);
+	gw_session_close_listener(g);
+	gw_exec_free(g);
 	gw_routes_close(g->routes);
-	gw_creds_fini(&g->creds);
+	gw_logins_fini(&g->logins);
 	free(g);
 }
 

@@ -14,11 +14,10 @@
 #include <time.h>
 
 #include "config.h"
+#include "creds.h"
 #include "daemon.h"
+#include "routes.h"
 
-#define GW_LOGIN_LEN 6 /* SoupBinTCP username */
-#define GW_PASSWORD_LEN 10 /* SoupBinTCP password */
-#define GW_FIRM_LEN 4 /* OUCH firm */
 #define GW_MAX_EXEC_RETRANS 8 /* addresses in [gateway] exec_retrans */
 #define GW_MAX_SEQUENCERS 9 /* addresses in [gateway] sequencer: a group of up to 9 */
 #define GW_MAX_PARTITIONS 16 /* [gateway] partitions; [partition1]..[partition15] */
@@ -73,75 +72,6 @@ struct gw_config {
 /* The key table of [node] and [gateway], CONFIG_END terminated. */
 extern const struct config_key gw_config_keys[];
 extern const struct config_spec gw_config_spec;
-
-/* One line of the credentials file's [logins] section:
- *     LOGIN = PASSWORD FIRM [cancel_on_disconnect]
- * LOGIN: 1..6 alphanumerics, PASSWORD: 1..10 alphanumerics, FIRM: 1..4
- * alphanumerics. Login and firm are kept upper-case; SoupBinTCP compares
- * usernames and passwords without regard to case. */
-struct gw_cred {
-	char login[GW_LOGIN_LEN + 1];
-	char password[GW_PASSWORD_LEN + 1];
-	char firm[GW_FIRM_LEN + 1];
-	int cancel_on_disconnect;
-};
-
-struct gw_creds {
-	struct gw_cred *v;
-	size_t n, cap;
-};
-
-/* Parses one entry into *out; -EINVAL with err set when malformed. */
-int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, char *err,
-		  size_t errlen);
-/* Adds one entry (duplicate logins are an error). */
-int gw_creds_add(struct gw_creds *c, const char *login, const char *value, char *err,
-		 size_t errlen);
-/* Loads the INI file at path (a [logins] section, nothing else); err says
- * file:line: what is wrong. An empty file is valid (no logins). */
-int gw_creds_load(struct gw_creds *c, const char *path, char *err, size_t errlen);
-/* The entry for a username (case-insensitive, trailing spaces ignored), or NULL. */
-const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login);
-void gw_creds_fini(struct gw_creds *c); /* accepts a zeroed struct */
-
-/* ---- routing (creds.c) ----------------------------------------------------
- * Which partition a command goes to. An Enter Order goes to the partition
- * whose symbols list its symbol; when no partition lists symbols, to
- * gw_symbol_hash(symbol) % partitions. Cancel, Replace and Modify carry no
- * symbol: they go where their order token went, which the token table
- * remembers per login (partitions > 1 only; one partition needs no table). */
-struct gw_routes;
-
-/* Checks the partitions of cfg (every partition below `partitions` has an
- * exec_group and exec_retrans, none above is configured, symbols listed
- * for every partition or for none, no symbol twice, distinct exec groups)
- * and builds the tables; err says what is wrong ([section] key: why). */
-int gw_routes_open(struct gw_routes **out, const struct gw_config *cfg, char *err,
-		   size_t errlen);
-void gw_routes_close(struct gw_routes *r); /* accepts NULL */
-unsigned gw_routes_parts(const struct gw_routes *r);
-/* 1 when the partitions list their symbols (a symbol listed nowhere is
- * refused), 0 when symbols are spread by hash. */
-int gw_routes_listed(const struct gw_routes *r);
-/* FNV-1a (32 bits) of the symbol's characters without trailing blanks. */
-uint32_t gw_symbol_hash(const char *stock, size_t len);
-/* The partition of a symbol (len bytes, trailing blanks or NULs ignored),
- * or -ENOENT when symbols are listed and no partition lists it. */
-int gw_route_symbol(const struct gw_routes *r, const char *stock, size_t len);
-/* The partition remembered for (login, token), or -ENOENT. login: any
- * number that names the login for the day (the gateway's login index);
- * token: len bytes, trailing blanks or NULs ignored. */
-int gw_route_token(const struct gw_routes *r, uint32_t login, const char *token, size_t len);
-/* Remembers (login, token) -> part: 0, -EEXIST when known (the first
- * partition stays), -ENOSPC when the table is full (`slack` 0: an
- * Enter Order, which may fill max_tokens; 1: a replacement token or one
- * learned from an execution stream, which may use the table's slack, up
- * to 3/4 of its slots), -EINVAL with one partition (no table). */
-int gw_route_add(struct gw_routes *r, uint32_t login, const char *token, size_t len,
-		 unsigned part, int slack);
-/* 1 when an Enter Order's new token cannot be remembered. */
-int gw_route_full(const struct gw_routes *r);
-uint64_t gw_route_count(const struct gw_routes *r); /* tokens remembered */
 
 /* "LS" + YYYYMMDD of the local day of `t` (out holds 11). */
 void gw_default_session(char out[11], time_t t);

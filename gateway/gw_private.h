@@ -21,6 +21,9 @@
 #define GW_READS_PER_EVENT 16 /* packets handled per read wakeup, per session */
 #define GW_CATCHUP_PER_PUMP 4096 /* journal records replayed per loop iteration */
 #define GW_ACK_RING 4096 /* our events seen on the tape, not yet committed */
+
+struct gw_stats;
+struct journal;
 #define GW_REQ_MAX_COUNT 8192u /* blocks asked for in one gap request */
 
 /* A login journal record starts with a u64 BE tag: the partition in its top
@@ -33,17 +36,47 @@
 #define GW_TAG_LOCAL 0xffffu
 #define GW_TAG(part, seq) ((uint64_t)(part) << GW_TAG_SHIFT | ((seq) & GW_TAG_SEQ_MASK))
 
-/* A login from the credentials file with its outbound journal. */
+#define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
+
+/* What a login tells its reader (its logged-in session); reader is what
+ * gw_login_attach() was given. */
+struct gw_reader_ops {
+	/* Record seq (msg: its OUCH message) was just journalled. */
+	void (*offer)(void *reader, uint64_t seq, const uint8_t *msg, size_t len);
+	/* More of the journal is readable (gw_login_readable() grew). */
+	void (*wake)(void *reader);
+	/* The login is gone from the credentials file. */
+	void (*end)(void *reader);
+};
+
+/* A login from the credentials file with its outbound journal (logins.c;
+ * the others read it). Never moves nor goes away while the process runs. */
 struct gw_login {
+	uint32_t id; /* its number for the day: the token table's login */
 	struct gw_cred cred;
+	int revoked; /* gone from the credentials file (reload): no new login */
 	struct journal *j; /* <state_dir>/sessions/<LOGIN>/ */
 	uint64_t next_seq; /* SoupBin seq of the next message journalled */
-	uint64_t last_exec[GW_MAX_PARTITIONS]; /* highest exec seq journalled, per partition */
 	uint64_t flushed_next; /* records below this are readable from the journal */
-	int jdirty; /* on gw->jdirty: appended to since the last flush */
+	int jdirty; /* on the table's jdirty: appended to since the last flush */
 	struct gw_login *next_jdirty;
-	struct gw_session *sess; /* the logged-in session, or NULL */
-	int revoked; /* gone from the credentials file (reload): no new login */
+	const struct gw_reader_ops *rops; /* the attached reader, or NULL */
+	void *reader;
+};
+
+/* The login table (logins.c only). A new journal is passed to opened()
+ * (set by gw_logins_open_journals), which may read it. */
+struct gw_logins {
+	struct gw_creds creds;
+	struct gw_login **v; /* n, each allocated on its own */
+	size_t n;
+	int32_t *hash; /* open addressing: index into v, -1 empty */
+	size_t hash_mask;
+	struct gw_login *jdirty;
+	const struct gw_config *cfg;
+	struct gw_stats *st;
+	int (*opened)(void *ctx, struct gw_login *l, struct journal *j, const char *path);
+	void *opened_ctx;
 };
 
 enum gw_sess_state {
@@ -115,129 +148,189 @@ struct gw_part {
 	struct gw_stream exec;
 };
 
-struct gw {
-	struct ev_loop *loop;
-	struct gw_config cfg;
+/* The sessions and their listener (session.c only). */
+struct gw_sessions {
 	char soup_session[SOUP_SESSION_LEN + 1];
-	struct gw_creds creds;
-	struct gw_login *logins;
-	size_t n_logins;
-	struct gw_login *jdirty;
-	int32_t *hash; /* open addressing: index into logins, -1 empty */
-	size_t hash_mask;
-
-	/* clients */
 	int listen_fd;
 	ev_io listen_io;
 	char ouch_addr[32];
-	struct gw_session *sessions, *dirty, *dead;
-	size_t n_sessions;
+	struct gw_session *list, *dirty, *dead;
+	size_t n;
+	int stopping; /* no new connection nor login */
+};
 
-	/* command stream */
-	int cmd_fd;
-	ev_io cmd_io;
+/* The command stream (cmd.c only). */
+struct gw_cmd {
+	int fd;
+	ev_io io;
 	/* every node of the sequencer group: only the primary takes commands,
 	 * and which node that is changes with elections, so every command
 	 * datagram and heartbeat goes to each (requests are answered to the
 	 * asker only) */
 	struct sockaddr_in seq_addrs[GW_MAX_SEQUENCERS];
 	unsigned n_seq;
-	struct mold_session cmd_sess;
-	struct journal *cmd_j;
-	uint64_t cmd_next; /* seq of the next new command */
-	uint64_t cmd_acked; /* every command <= this is committed on the tape */
-	uint64_t cmd_resend_next; /* next command of an ongoing resend round */
-	struct net_batch cmd_out, cmd_in;
-	unsigned cmd_slot; /* slot being built, when cmd_building */
-	int cmd_building;
-	int cmd_fan; /* the datagram being built goes to every sequencer (cmd_out
-			holds it n_seq times: send_batch * n_seq slots) */
-	struct mold_builder cmd_b;
-	ev_tstamp cmd_last_send, resend_base;
-	uint8_t *cmd_scratch; /* one record, for journal reads */
+	struct mold_session sess;
+	struct journal *j;
+	uint64_t next; /* seq of the next new command */
+	uint64_t acked; /* every command <= this is committed on the tape */
+	struct net_batch out, in;
+	unsigned slot; /* slot being built, when building */
+	int building;
+	int fan; /* the datagram being built goes to every sequencer (out
+		    holds it n_seq times: send_batch * n_seq slots) */
+	struct mold_builder b;
+	ev_tstamp last_send, resend_base;
+	uint8_t *scratch; /* one record, for journal reads */
+	struct rx_drop drop; /* requests from the sequencer */
+	uint64_t rxq;
+};
+
+/* The tape watcher (tape.c only). */
+struct gw_tape {
+	struct gw_stream s;
+	uint64_t term, commit, last;
 	struct {
 		uint64_t tape_seq, origin_seq;
-	} ack_ring[GW_ACK_RING];
+	} ack_ring[GW_ACK_RING]; /* our events seen on the tape, not yet committed */
 	unsigned ack_head, ack_len;
+};
 
+/* The receivers' shared parts (stream.c only). */
+struct gw_streams {
+	struct rx_rng rng; /* request jitter of every stream */
+	ev_timer timer; /* the earliest request any stream has due */
+	struct net_batch rx; /* one receive batch for every stream */
+};
+
+/* The partitions' exec streams (exec.c only). */
+struct gw_exec {
+	struct gw_part *parts; /* n_parts */
+	uint64_t (*last_exec)[GW_MAX_PARTITIONS]; /* per login id: highest exec seq
+						     journalled, per partition */
+	size_t n_last;
+	int running; /* opened: a login added later leaves the streams' positions */
+};
+
+struct gw {
+	struct ev_loop *loop;
+	struct gw_config cfg;
 	/* routing: symbol -> partition, (login, token) -> partition */
 	struct gw_routes *routes;
 	unsigned n_parts;
-
-	/* the tape and the partitions' exec streams */
-	struct gw_stream tape;
-	struct gw_part *parts; /* n_parts */
-	struct rx_rng rng; /* request jitter of every stream */
-	ev_timer rx_timer; /* the earliest request any stream has due */
-	struct rx_drop cmd_drop; /* requests from the sequencer */
-	uint64_t cmd_rxq;
-	struct net_batch rx;
-	uint64_t tape_term, tape_commit, tape_last;
+	struct gw_logins logins;
+	struct gw_streams streams;
+	struct gw_exec exec;
+	struct gw_cmd cmd;
+	struct gw_tape tape;
+	struct gw_sessions sess;
 
 	ev_prepare prepare;
 	ev_timer tick;
 	ev_tstamp last_persist;
-	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd_acked, tape_next, exec_next[] */
-	struct gw_stats st;
+	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd acked, tape next, exec next[] */
+	struct gw_stats st; /* every part counts in it; STATS reads it */
 	int stopping;
 };
 
 extern struct log_ratelimit gw_rl;
 
-/* gateway.c */
-struct gw_login *gw_login_find(struct gw *g, const uint8_t *name, size_t len);
-/* The login's number for the token table: its index, stable for the
- * process's life (logins never move nor go away, see logins_reload). */
-static inline uint32_t gw_login_id(const struct gw *g, const struct gw_login *l)
+/* logins.c: the login table, below every part that reads a login */
+/* Loads [gateway] credentials (none: nobody can log in) into the table.
+ * 0 or -errno (logged). */
+int gw_logins_open(struct gw_logins *t, const struct gw_config *cfg, struct gw_stats *st);
+/* Opens every login's journal under <state_dir>/sessions; opened(ctx, ...)
+ * is told of each, now and for a login added by a reload. */
+int gw_logins_open_journals(struct gw_logins *t,
+			    int (*opened)(void *ctx, struct gw_login *l, struct journal *j,
+					  const char *path),
+			    void *ctx);
+/* Flushes and closes the journals (then nothing is journalled). */
+void gw_logins_close_journals(struct gw_logins *t);
+void gw_logins_fini(struct gw_logins *t); /* accepts a zeroed table */
+/* Re-reads the credentials file at path (see logins.c); msg says what
+ * changed, or what is wrong. 0 or -errno. */
+int gw_logins_reload(struct gw_logins *t, const char *path, char *msg, size_t msglen);
+/* name: len bytes, trailing spaces allowed. */
+struct gw_login *gw_login_find(const struct gw_logins *t, const uint8_t *name, size_t len);
+static inline uint32_t gw_login_id(const struct gw_login *l)
 {
-	return (uint32_t)(l - g->logins);
+	return l->id;
 }
+/* Journals msg under l's next SoupBinTCP number (record: u64 BE tag, see
+ * GW_TAG, then msg) and offers it to l's reader. 0 or -errno. */
+int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const uint8_t *msg,
+		    size_t len);
+/* Writes the journals appended to since the last flush, then wakes their
+ * readers. */
+void gw_logins_flush(struct gw_logins *t);
+/* Record seq of l's journal into buf: its length, or -errno. */
+int gw_login_read(const struct gw_login *l, uint64_t seq, uint8_t *buf, size_t cap);
+/* Makes reader the login's one reader: 0, or -EBUSY when it has one. */
+int gw_login_attach(struct gw_login *l, const struct gw_reader_ops *ops, void *reader);
+void gw_login_detach(struct gw_login *l);
 
 /* session.c */
-void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents);
+/* Listens on [gateway] ouch_listen. 0 or -errno (logged). */
+int gw_session_listen(struct gw *g);
 void gw_session_flush_all(struct gw *g);
 void gw_session_reap(struct gw *g);
+/* Shutdown: no new connection; End of Session to every client, then
+ * every connection closes. */
 void gw_session_end_all(struct gw *g);
-/* End of Session to one client, then the connection closes (a revoked login). */
-void gw_session_end(struct gw_session *s);
-/* Schedules a write (and journal replay) for this iteration. */
-void gw_session_wake(struct gw_session *s);
-/* Offers journal record `seq` of login (its bytes: u64 exec seq + OUCH) to
- * the login's session; the session takes it when it is caught up. */
-void gw_session_offer(struct gw_login *l, uint64_t seq, const uint8_t *msg, size_t len);
+/* Closes the listener (accepts a closed one). */
+void gw_session_close_listener(struct gw *g);
 
 /* cmd.c */
-int gw_cmd_open(struct gw *g);
+/* acked: the progress file's; every command up to it is committed. */
+int gw_cmd_open(struct gw *g, uint64_t acked);
 void gw_cmd_close(struct gw *g);
 /* Journals and queues one command for this iteration's datagrams. */
 int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd);
 void gw_cmd_flush(struct gw *g);
 void gw_cmd_tick(struct gw *g, ev_tstamp now);
-void gw_tape_read(struct ev_loop *loop, ev_io *w, int revents);
+/* 1 while a command sent is not yet acknowledged by the tape. */
+int gw_cmd_unacked(const struct gw *g);
+/* 1 when command seq is sent and not yet acknowledged. */
+int gw_cmd_pending(const struct gw *g, uint64_t seq);
+/* The tape committed every command up to seq. */
+void gw_cmd_ack(struct gw *g, uint64_t seq);
+
+/* tape.c */
+/* next: the progress file's position (0: the first packet decides). */
+int gw_tape_open(struct gw *g, uint64_t next);
+void gw_tape_close(struct gw *g);
 void gw_tape_tick(struct gw *g, ev_tstamp now);
 
 /* exec.c */
-int gw_exec_open(struct gw *g);
+/* next[p]: partition p's position from the progress file (0: unknown). */
+int gw_exec_open(struct gw *g, const uint64_t *next);
 void gw_exec_close(struct gw *g);
-void gw_exec_read(struct ev_loop *loop, ev_io *w, int revents);
-void gw_exec_flush(struct gw *g);
-/* Journals one message of the gateway's own (tag GW_TAG_LOCAL) for login l
- * and offers it to its session, as an execution would be. 0 or -errno. */
-int gw_exec_local(struct gw *g, struct gw_login *l, const uint8_t *msg, size_t len);
+void gw_exec_free(struct gw *g);
 /* 1 when every partition's exec stream has been heard. */
 int gw_exec_live(const struct gw *g);
-/* Opens the journal of a login added at run time (credentials reload);
- * unlike at start, the exec stream's position stays where it is. */
-int gw_exec_open_login(struct gw *g, struct gw_login *l);
 
-/* common to the tape and exec receivers (exec.c) */
+/* stream.c: common to the tape and exec receivers */
+/* The shared receive batch and request timer. 0 or -ENOMEM. */
+int gw_stream_init(struct gw *g);
+void gw_stream_fini(struct gw *g);
 /* ctx is what s's rx_ops callbacks get. */
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
 		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
+/* Stops the stream's watchers, closes its sockets, frees its receiver. */
+void gw_stream_close(struct gw *g, struct gw_stream *s);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
-/* Arms g->rx_timer for the earliest request due. */
+/* One datagram of a stream (answer: from its request socket, sent by from). */
+typedef void gw_stream_packet_fn(void *ctx, const uint8_t *buf, size_t len, int answer,
+				 const struct sockaddr_in *from, uint64_t now);
+/* Reads what s's socket (answer: its request socket) holds, a batch at a
+ * time, passing each datagram to packet(ctx, ...); then arms the timer. */
+void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_packet_fn *packet,
+		     void *ctx);
+/* Arms the streams' timer for the earliest request due. */
 void gw_stream_arm(struct gw *g);
 /* Copies the receivers' counters into g->st (for STATS). */
 void gw_stream_stats(struct gw *g);
+/* Why net_parse_addr_list refused a list (rc), in buf. */
+const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max);
 
 #endif

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -36,8 +37,8 @@ static void mark_dirty(struct gw_session *s)
 	if (s->dirty || s->state == GW_SESS_DEAD)
 		return;
 	s->dirty = 1;
-	s->next_dirty = s->gw->dirty;
-	s->gw->dirty = s;
+	s->next_dirty = s->gw->sess.dirty;
+	s->gw->sess.dirty = s;
 }
 
 /* Room for `need` more bytes at the end of the output buffer (compacts). */
@@ -101,7 +102,7 @@ static void session_close(struct gw_session *s, int logout)
 						  : LOCKSTEP__SESSION_EVENT__KIND__DISCONNECT);
 		log_info("session %s: %s %s", s->peer, s->login->cred.login,
 			 logout ? "logged out" : "disconnected");
-		s->login->sess = NULL;
+		gw_login_detach(s->login);
 		s->login = NULL;
 	}
 	if (!logout)
@@ -115,12 +116,12 @@ static void session_close(struct gw_session *s, int logout)
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		g->sessions = s->next;
+		g->sess.list = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
-	s->next = g->dead;
-	g->dead = s;
-	g->n_sessions--;
+	s->next = g->sess.dead;
+	g->sess.dead = s;
+	g->sess.n--;
 }
 
 static void protocol_error(struct gw_session *s, const char *what, int err)
@@ -150,6 +151,41 @@ static void login_reject(struct gw_session *s, char reason)
 	session_finish(s, 0);
 }
 
+/* ---- the login's reader --------------------------------------------------- */
+
+static void session_offer(void *reader, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	struct gw_session *s = reader;
+
+	if (s->state != GW_SESS_ACTIVE || s->send_seq != seq)
+		return; /* behind: catch_up() reads it from the journal */
+	if (OUT_PACKET(s, soup_build_sequenced, msg, (uint16_t)len) == 0) {
+		s->send_seq++;
+		s->gw->st.out_msgs++;
+	}
+}
+
+static void session_wake(void *reader)
+{
+	struct gw_session *s = reader;
+
+	if (s->state == GW_SESS_ACTIVE && s->send_seq < s->login->flushed_next)
+		mark_dirty(s);
+}
+
+/* End of Session to one client, then the connection closes (a revoked login). */
+static void session_end(void *reader)
+{
+	struct gw_session *s = reader;
+
+	if (s->state != GW_SESS_ACTIVE)
+		return;
+	OUT_PACKET(s, soup_build_end_of_session);
+	session_finish(s, 0);
+}
+
+static const struct gw_reader_ops reader_ops = { session_offer, session_wake, session_end };
+
 static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 {
 	struct gw *g = s->gw;
@@ -161,13 +197,13 @@ static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 		protocol_error(s, "bad Login Request", rc);
 		return;
 	}
-	l = gw_login_find(g, (const uint8_t *)req.username, strlen(req.username));
+	l = gw_login_find(&g->logins, (const uint8_t *)req.username, strlen(req.username));
 	if (!l || l->revoked || strcasecmp(l->cred.password, req.password) != 0) {
 		login_reject(s, SOUP_REJECT_NOT_AUTHORIZED);
 		return;
 	}
-	if ((req.session[0] && strcmp(req.session, g->soup_session) != 0) || l->sess ||
-	    g->stopping) {
+	if ((req.session[0] && strcmp(req.session, g->sess.soup_session) != 0) || l->rops ||
+	    g->sess.stopping) {
 		login_reject(s, SOUP_REJECT_SESSION_UNAVAILABLE);
 		return;
 	}
@@ -175,10 +211,10 @@ static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 	 * number past the end means "from the next one". */
 	s->send_seq = (req.seq == 0 || req.seq > l->next_seq) ? l->next_seq : req.seq;
 	s->login = l;
-	l->sess = s;
+	gw_login_attach(l, &reader_ops, s);
 	g->st.logins++;
 	set_state(s, GW_SESS_ACTIVE);
-	OUT_PACKET(s, soup_build_login_accepted, g->soup_session, s->send_seq);
+	OUT_PACKET(s, soup_build_login_accepted, g->sess.soup_session, s->send_seq);
 	log_info("session %s: %s logged in, next seq %" PRIu64 " of %" PRIu64, s->peer,
 		 l->cred.login, s->send_seq, l->next_seq);
 }
@@ -212,6 +248,29 @@ static void put_replace(Lockstep__ReplaceOrder *o, const struct ouch_replace_ord
 	o->min_qty = r->min_qty;
 }
 
+/* A Cancel for the order in partition p (< 0: unknown, partition 0). */
+static void put_cancel(Lockstep__Command *c, int p, Lockstep__CancelOrder *o,
+		       struct ouch_cancel_order *m)
+{
+	c->partition = p >= 0 ? (uint32_t)p : 0;
+	o->token = m->token;
+	o->shares = m->shares;
+	c->body_case = LOCKSTEP__COMMAND__BODY_CANCEL;
+	c->cancel = o;
+}
+
+/* A Modify for the order in partition p (< 0: unknown, partition 0). */
+static void put_modify(Lockstep__Command *c, int p, Lockstep__ModifyOrder *o,
+		       struct ouch_modify_order *m)
+{
+	c->partition = p >= 0 ? (uint32_t)p : 0;
+	o->token = m->token;
+	o->side = (uint8_t)m->side;
+	o->shares = m->shares;
+	c->body_case = LOCKSTEP__COMMAND__BODY_MODIFY;
+	c->modify = o;
+}
+
 /* The gateway's own Rejected for an Enter Order that no partition can
  * take (the order never reaches the tape). */
 static void reject_enter(struct gw_session *s, const struct ouch_enter_order *e, char reason)
@@ -225,7 +284,8 @@ static void reject_enter(struct gw_session *s, const struct ouch_enter_order *e,
 	memcpy(m.u.rejected.token, e->token, sizeof(m.u.rejected.token));
 	m.u.rejected.reason = reason;
 	n = ouch_encode_outbound(&m, buf, sizeof(buf));
-	if (n > 0 && gw_exec_local(g, s->login, buf, (size_t)n) == 0)
+	if (n > 0 && gw_login_append(&g->logins, s->login, GW_TAG((uint64_t)GW_TAG_LOCAL, 0), buf,
+				    (size_t)n) == 0)
 		g->st.local_rejects++;
 }
 
@@ -240,7 +300,7 @@ static int enter_partition(struct gw_session *s, const struct ouch_enter_order *
 	int p;
 
 	if (g->n_parts > 1) {
-		p = gw_route_token(g->routes, gw_login_id(g, s->login), e->token, sizeof(e->token));
+		p = gw_route_token(g->routes, gw_login_id(s->login), e->token, sizeof(e->token));
 		if (p >= 0)
 			return p;
 	}
@@ -274,7 +334,7 @@ static int token_partition(struct gw_session *s, const char *token, size_t len)
 
 	if (g->n_parts == 1)
 		return 0;
-	return gw_route_token(g->routes, gw_login_id(g, s->login), token, len);
+	return gw_route_token(g->routes, gw_login_id(s->login), token, len);
 }
 
 /* After a command is journalled: its new token lives in its partition. */
@@ -283,7 +343,7 @@ static void remember(struct gw_session *s, const char *token, size_t len, unsign
 	struct gw *g = s->gw;
 
 	if (g->n_parts > 1 &&
-	    gw_route_add(g->routes, gw_login_id(g, s->login), token, len, p, slack) == -ENOSPC) {
+	    gw_route_add(g->routes, gw_login_id(s->login), token, len, p, slack) == -ENOSPC) {
 		g->st.tokens_full++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "token table full ([gateway] max_tokens "
 				"%" PRIu64 "): %s's token %s not remembered", g->cfg.max_tokens,
@@ -340,20 +400,11 @@ static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 		break;
 	case OUCH_CANCEL_ORDER:
 		rc = token_partition(s, m.u.cancel.token, sizeof(m.u.cancel.token));
-		c.partition = rc >= 0 ? (uint32_t)rc : 0;
-		co.token = m.u.cancel.token;
-		co.shares = m.u.cancel.shares;
-		c.body_case = LOCKSTEP__COMMAND__BODY_CANCEL;
-		c.cancel = &co;
+		put_cancel(&c, rc, &co, &m.u.cancel);
 		break;
 	case OUCH_MODIFY_ORDER:
 		rc = token_partition(s, m.u.modify.token, sizeof(m.u.modify.token));
-		c.partition = rc >= 0 ? (uint32_t)rc : 0;
-		mo.token = m.u.modify.token;
-		mo.side = (uint8_t)m.u.modify.side;
-		mo.shares = m.u.modify.shares;
-		c.body_case = LOCKSTEP__COMMAND__BODY_MODIFY;
-		c.modify = &mo;
+		put_modify(&c, rc, &mo, &m.u.modify);
 		break;
 	default:
 		protocol_error(s, "unexpected OUCH type", 0);
@@ -447,7 +498,7 @@ static void catch_up(struct gw_session *s)
 
 		if (!p)
 			return;
-		len = journal_read(l->j, s->send_seq, rec, sizeof(rec), NULL);
+		len = gw_login_read(l, s->send_seq, rec, sizeof(rec));
 		if (len < 9) {
 			s->gw->st.journal_errors++;
 			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal record %" PRIu64 ": %s",
@@ -544,7 +595,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_start(loop, w);
 }
 
-void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents)
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
 
@@ -552,7 +603,7 @@ void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents)
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_in peer;
 		socklen_t plen = sizeof(peer);
-		int fd = accept4(g->listen_fd, (struct sockaddr *)&peer, &plen,
+		int fd = accept4(g->sess.listen_fd, (struct sockaddr *)&peer, &plen,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct gw_session *s;
 
@@ -562,12 +613,12 @@ void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents)
 						strerror(errno));
 			return;
 		}
-		if (g->n_sessions >= g->cfg.max_sessions || g->stopping ||
+		if (g->sess.n >= g->cfg.max_sessions || g->sess.stopping ||
 		    !(s = calloc(1, sizeof(*s) + g->cfg.out_buffer))) {
 			g->st.refused++;
 			log_ratelimited(&gw_rl, LOG_LVL_WARNING,
 					"connection refused: %zu sessions (max %" PRIu64 ")",
-					g->n_sessions, g->cfg.max_sessions);
+					g->sess.n, g->cfg.max_sessions);
 			close(fd);
 			continue;
 		}
@@ -585,40 +636,22 @@ void gw_sessions_accept(struct ev_loop *loop, ev_io *w, int revents)
 		ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
 		ev_io_start(loop, &s->rio);
 		ev_timer_start(loop, &s->timer);
-		s->next = g->sessions;
-		if (g->sessions)
-			g->sessions->prev = s;
-		g->sessions = s;
-		g->n_sessions++;
+		s->next = g->sess.list;
+		if (g->sess.list)
+			g->sess.list->prev = s;
+		g->sess.list = s;
+		g->sess.n++;
 		g->st.accepted++;
 		log_debug("session %s: connected", s->peer);
 	}
 }
 
-void gw_session_offer(struct gw_login *l, uint64_t seq, const uint8_t *msg, size_t len)
-{
-	struct gw_session *s = l->sess;
-
-	if (!s || s->state != GW_SESS_ACTIVE || s->send_seq != seq)
-		return; /* behind: catch_up() reads it from the journal */
-	if (OUT_PACKET(s, soup_build_sequenced, msg, (uint16_t)len) == 0) {
-		s->send_seq++;
-		s->gw->st.out_msgs++;
-	}
-}
-
-void gw_session_wake(struct gw_session *s)
-{
-	if (s->state == GW_SESS_ACTIVE && s->send_seq < s->login->flushed_next)
-		mark_dirty(s);
-}
-
 void gw_session_flush_all(struct gw *g)
 {
-	while (g->dirty) {
-		struct gw_session *s = g->dirty;
+	while (g->sess.dirty) {
+		struct gw_session *s = g->sess.dirty;
 
-		g->dirty = s->next_dirty;
+		g->sess.dirty = s->next_dirty;
 		s->dirty = 0;
 		s->next_dirty = NULL;
 		if (s->state != GW_SESS_DEAD)
@@ -628,13 +661,13 @@ void gw_session_flush_all(struct gw *g)
 
 void gw_session_reap(struct gw *g)
 {
-	while (g->dead) {
-		struct gw_session *s = g->dead;
+	while (g->sess.dead) {
+		struct gw_session *s = g->sess.dead;
 
-		g->dead = s->next;
+		g->sess.dead = s->next;
 		if (s->dirty) {
 			/* still on the dirty list: unlink it first */
-			struct gw_session **pp = &g->dirty;
+			struct gw_session **pp = &g->sess.dirty;
 
 			while (*pp && *pp != s)
 				pp = &(*pp)->next_dirty;
@@ -645,25 +678,52 @@ void gw_session_reap(struct gw *g)
 	}
 }
 
-void gw_session_end(struct gw_session *s)
-{
-	if (s->state != GW_SESS_ACTIVE)
-		return;
-	OUT_PACKET(s, soup_build_end_of_session);
-	session_finish(s, 0);
-}
-
 /* Shutdown: End of Session to every logged-in client, one write attempt
  * each, then every connection is closed. */
 void gw_session_end_all(struct gw *g)
 {
-	for (struct gw_session *s = g->sessions; s; s = s->next) {
-		if (s->state != GW_SESS_ACTIVE)
-			continue;
-		OUT_PACKET(s, soup_build_end_of_session);
-		session_finish(s, 0);
-	}
+	g->sess.stopping = 1;
+	for (struct gw_session *s = g->sess.list; s; s = s->next)
+		session_end(s);
 	gw_session_flush_all(g);
-	while (g->sessions)
-		session_close(g->sessions, 0);
+	while (g->sess.list)
+		session_close(g->sess.list, 0);
+}
+
+/* ---- the listener -------------------------------------------------------- */
+
+int gw_session_listen(struct gw *g)
+{
+	struct sockaddr_in a;
+	int rc = net_parse_addr(g->cfg.ouch_listen, &a);
+
+	if (g->cfg.soup_session[0])
+		snprintf(g->sess.soup_session, sizeof(g->sess.soup_session), "%.10s",
+			 g->cfg.soup_session);
+	else
+		gw_default_session(g->sess.soup_session, time(NULL));
+	if (rc < 0) {
+		log_err("[gateway] ouch_listen \"%s\": %s", g->cfg.ouch_listen, strerror(-rc));
+		return rc;
+	}
+	g->sess.listen_fd = net_tcp_listen(&a, 128);
+	if (g->sess.listen_fd < 0) {
+		log_err("listen on %s: %s", g->cfg.ouch_listen, strerror(-g->sess.listen_fd));
+		return g->sess.listen_fd;
+	}
+	a.sin_port = htons((uint16_t)net_local_port(g->sess.listen_fd));
+	net_format_addr(&a, g->sess.ouch_addr, sizeof(g->sess.ouch_addr));
+	ev_io_init(&g->sess.listen_io, on_accept, g->sess.listen_fd, EV_READ);
+	g->sess.listen_io.data = g;
+	ev_io_start(g->loop, &g->sess.listen_io);
+	return 0;
+}
+
+void gw_session_close_listener(struct gw *g)
+{
+	if (g->sess.listen_fd < 0)
+		return;
+	ev_io_stop(g->loop, &g->sess.listen_io);
+	close(g->sess.listen_fd);
+	g->sess.listen_fd = -1;
 }

@@ -280,11 +280,11 @@ START_TEST(routes_hash)
 	ck_assert_int_eq(gw_routes_listed(r), 0);
 	/* FNV-1a, 32 bits, of the characters without the padding (the man
 	 * page tells operators so): "AAPL" = 0x58cd330b */
-	ck_assert_uint_eq(gw_symbol_hash("AAPL", 4), 0x58cd330bu);
-	ck_assert_uint_eq(gw_symbol_hash("AAPL    ", 8), 0x58cd330bu);
+	ck_assert_uint_eq(gw_route_symbol_hash("AAPL", 4), 0x58cd330bu);
+	ck_assert_uint_eq(gw_route_symbol_hash("AAPL    ", 8), 0x58cd330bu);
 	for (size_t i = 0; i < N_OV(syms); i++)
 		ck_assert_int_eq(gw_route_symbol(r, syms[i], strlen(syms[i])),
-				 (int)(gw_symbol_hash(syms[i], strlen(syms[i])) % 3));
+				 (int)(gw_route_symbol_hash(syms[i], strlen(syms[i])) % 3));
 	gw_routes_close(r);
 
 	/* one partition, the configuration of old: everything to 0, no table */

@@ -1,0 +1,177 @@
+/* The received MoldUDP64 streams (the tape, the exec streams): their
+ * receivers (common/rx.h), requests, shared timer and counters. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "clock.h"
+#include "gw_private.h"
+
+int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
+		   size_t reorder_bytes, unsigned n_servers, uint64_t start)
+{
+	uint64_t wait = g->cfg.retrans_timeout ? g->cfg.retrans_timeout : 10000000u;
+	struct rx_config c = {
+		.window = g->cfg.reorder_window ? (uint32_t)g->cfg.reorder_window : 65536,
+		.ring_bytes = reorder_bytes,
+		.max_count = GW_REQ_MAX_COUNT,
+		.delay_ns = g->cfg.request_delay,
+		.retry_ns = wait,
+		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
+		.settle_ns = wait / 4, /* answers in flight are not asked again */
+		.n_servers = n_servers,
+		.rng = &g->streams.rng,
+	};
+	int rc = rx_create(&s->rx, &c, ops, ctx);
+
+	if (rc < 0)
+		return rc;
+	rx_start(s->rx, start);
+	return 0;
+}
+
+void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
+{
+	struct mold_request r = { s->sess, seq, count };
+	uint8_t buf[MOLD_REQUEST_LEN];
+	const struct sockaddr_in *dst = &s->retrans[server % s->n_retrans];
+
+	if (s->req_fd < 0)
+		return;
+	mold_build_request(buf, &r);
+	if (sendto(s->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "retransmission request: %s",
+				strerror(errno));
+	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
+}
+
+_Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
+	       "an rx server per exec_retrans address");
+
+static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct gw *g = container_of(w, struct gw, streams.timer);
+	uint64_t now = mono_ns();
+
+	(void)loop;
+	(void)revents;
+	if (g->tape.s.rx)
+		rx_tick(g->tape.s.rx, now);
+	for (unsigned p = 0; p < g->n_parts; p++)
+		if (g->exec.parts[p].exec.rx)
+			rx_tick(g->exec.parts[p].exec.rx, now);
+	gw_stream_arm(g);
+}
+
+int gw_stream_init(struct gw *g)
+{
+	/* the jitter of every stream; the loss generators are seeded from the
+	 * same base by their owners (12 and up) */
+	rxpath_loss_init(&g->streams.rng, NULL, 0, g->cfg.drop_rate, g->cfg.node.name,
+			 g->cfg.drop_seed, 12);
+	ev_init(&g->streams.timer, on_rx_timer);
+	return net_batch_init(&g->streams.rx, (unsigned)g->cfg.recv_batch, MOLD_MAX_PACKET) < 0
+		       ? -ENOMEM
+		       : 0;
+}
+
+void gw_stream_fini(struct gw *g)
+{
+	ev_timer_stop(g->loop, &g->streams.timer);
+	net_batch_fini(&g->streams.rx);
+}
+
+void gw_stream_arm(struct gw *g)
+{
+	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.s.rx);
+
+	for (unsigned p = 0; p < g->n_parts; p++)
+		due = rxpath_due_min(due, g->exec.parts[p].exec.rx);
+	rxpath_arm(g->loop, &g->streams.timer, g->stopping ? RX_NEVER : due, mono_ns());
+}
+
+/* The exec counters are the sums over the partitions. */
+void gw_stream_stats(struct gw *g)
+{
+	struct rx_stats t = { 0 };
+	struct net_udp_stats us = { 0 };
+
+	if (g->tape.s.rx)
+		rx_get_stats(g->tape.s.rx, &t);
+	g->st.tape_gaps = t.gaps;
+	g->st.tape_requests = t.requests;
+	g->st.tape_held = t.held;
+	g->st.tape_skipped = t.lost;
+	g->st.exec_gaps = g->st.exec_requests = g->st.exec_dups = 0;
+	g->st.exec_held = g->st.exec_lost = 0;
+	g->st.drops_injected = g->tape.s.drop.dropped + g->tape.s.req_drop.dropped;
+	g->st.drops_injected += g->cmd.drop.dropped;
+	g->st.rxq_dropped = g->tape.s.rxq + g->tape.s.req_rxq + g->cmd.rxq;
+	for (unsigned p = 0; p < g->n_parts; p++) {
+		const struct gw_stream *x = &g->exec.parts[p].exec;
+		struct rx_stats e = { 0 };
+
+		if (x->rx)
+			rx_get_stats(x->rx, &e);
+		g->st.exec_gaps += e.gaps;
+		g->st.exec_requests += e.requests;
+		g->st.exec_dups += e.duplicates;
+		g->st.exec_held += e.held;
+		g->st.exec_lost += e.lost;
+		g->st.drops_injected += x->drop.dropped + x->req_drop.dropped;
+		g->st.rxq_dropped += x->rxq + x->req_rxq;
+	}
+	if (net_udp_stats_read(&us) == 0)
+		g->st.kernel_rcvbuf_errors = us.rcvbuf_errors;
+}
+
+void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_packet_fn *packet,
+		     void *ctx)
+{
+	struct net_batch *rx = &g->streams.rx;
+
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		int n = net_batch_recv_counted(rx, answer ? s->req_fd : s->fd,
+					       answer ? &s->req_rxq : &s->rxq);
+		uint64_t now = mono_ns();
+
+		if (n <= 0)
+			break;
+		for (int i = 0; i < n; i++)
+			packet(ctx, net_batch_slot(rx, (unsigned)i), rx->lens[i], answer,
+			       &rx->addrs[i], now);
+		if ((unsigned)n < rx->n)
+			break;
+	}
+	gw_stream_arm(g);
+}
+
+/* Why net_parse_addr_list refused a list. */
+const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max)
+{
+	if (rc == -E2BIG)
+		snprintf(buf, cap, "more than %d addresses", max);
+	else if (rc == -EINVAL)
+		snprintf(buf, cap, "not a comma-separated list of host:port");
+	else
+		snprintf(buf, cap, "%s", strerror(-rc));
+	return buf;
+}
+
+void gw_stream_close(struct gw *g, struct gw_stream *e)
+{
+	if (e->fd >= 0) {
+		ev_io_stop(g->loop, &e->io);
+		close(e->fd);
+		e->fd = -1;
+	}
+	if (e->req_fd >= 0) {
+		ev_io_stop(g->loop, &e->req_io);
+		close(e->req_fd);
+		e->req_fd = -1;
+	}
+	rx_destroy(e->rx);
+	e->rx = NULL;
+}
