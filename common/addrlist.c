@@ -11,15 +11,15 @@ static int is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-int net_parse_addr_list(const char *list, struct sockaddr_in *out, int max)
+int addrlist_parse(const char *list, struct sockaddr_in *out, int max)
 {
 	/* parsed here first, so that out changes only on success */
-	struct sockaddr_in tmp[NET_ADDR_LIST_MAX];
+	struct sockaddr_in tmp[ADDRLIST_MAX];
 	char item[NI_MAXHOST + 8]; /* host, colon, port */
 	const char *p = list;
 	int n = 0;
 
-	if (!list || !out || max < 1 || max > NET_ADDR_LIST_MAX)
+	if (!list || !out || max < 1 || max > ADDRLIST_MAX)
 		return -EINVAL;
 	for (;;) {
 		const char *end;

@@ -5,15 +5,15 @@
 
 #include <netinet/in.h>
 
-#define NET_ADDR_LIST_MAX 64 /* the largest `max` net_parse_addr_list takes */
+#define ADDRLIST_MAX 64 /* the largest `max` addrlist_parse takes */
 
 /* Parses a comma-separated list of net_parse_addr() items ("host:port" or
  * "port"; blanks, spaces and tabs, are allowed around each item) into
  * out[0..count) and returns count, 1..max. On any error out is left
  * untouched: -EINVAL for an empty list, an empty or malformed item (no
  * blank inside an item, no trailing comma) or max outside
- * 1..NET_ADDR_LIST_MAX; -E2BIG for more than max items; a host name that
+ * 1..ADDRLIST_MAX; -E2BIG for more than max items; a host name that
  * does not resolve gives net_parse_addr()'s error (-ENOENT, -EAGAIN). */
-int net_parse_addr_list(const char *list, struct sockaddr_in *out, int max);
+int addrlist_parse(const char *list, struct sockaddr_in *out, int max);
 
 #endif

@@ -370,7 +370,7 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 	char path[300], why[64];
 	int rc;
 
-	rc = net_parse_addr_list(g->cfg.sequencer, g->cmd.seq_addrs, GW_MAX_SEQUENCERS);
+	rc = addrlist_parse(g->cfg.sequencer, g->cmd.seq_addrs, GW_MAX_SEQUENCERS);
 	if (rc < 0) {
 		log_err("[gateway] sequencer \"%s\": %s", g->cfg.sequencer,
 			gw_stream_addr_error(rc, why, sizeof(why), GW_MAX_SEQUENCERS));

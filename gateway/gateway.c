@@ -445,20 +445,7 @@ static int gw_check(const void *cfg, char *err, size_t errlen)
 	return rc;
 }
 
-static int gw_daemon_open(void **self, struct ev_loop *loop, const void *cfg)
-{
-	return gw_open((struct gw **)self, loop, cfg);
-}
-
-static void gw_daemon_stop(void *self)
-{
-	gw_stop(self);
-}
-
-static void gw_daemon_close(void *self)
-{
-	gw_close(self);
-}
+DAEMON_LIFECYCLE(gw, gw, gw_config)
 
 const struct daemon_ops gw_daemon = {
 	.prog = "lockstep-gateway",
@@ -470,9 +457,7 @@ const struct daemon_ops gw_daemon = {
 	.cfg_size = sizeof(struct gw_config),
 	.node_offset = offsetof(struct gw_config, node),
 	.check = gw_check,
-	.open = gw_daemon_open,
-	.stop = gw_daemon_stop,
-	.close = gw_daemon_close,
+	DAEMON_OPS_LIFECYCLE(gw),
 	.reload = gw_reload,
 	.status = gw_status,
 	.stats = gw_stats_add,

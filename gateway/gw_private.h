@@ -330,7 +330,7 @@ void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_pa
 void gw_stream_arm(struct gw *g);
 /* Copies the receivers' counters into g->st (for STATS). */
 void gw_stream_stats(struct gw *g);
-/* Why net_parse_addr_list refused a list (rc), in buf. */
+/* Why addrlist_parse refused a list (rc), in buf. */
 const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max);
 
 #endif

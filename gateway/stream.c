@@ -148,7 +148,7 @@ void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_pa
 	gw_stream_arm(g);
 }
 
-/* Why net_parse_addr_list refused a list. */
+/* Why addrlist_parse refused a list. */
 const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max)
 {
 	if (rc == -E2BIG)

@@ -174,7 +174,7 @@ int gw_tape_open(struct gw *g, uint64_t next)
 		return -EINVAL;
 	}
 	/* every sequencer node serves the tape up to its own commit position */
-	rc = net_parse_addr_list(g->cfg.tape_retrans, g->tape.s.retrans, RX_MAX_SERVERS);
+	rc = addrlist_parse(g->cfg.tape_retrans, g->tape.s.retrans, RX_MAX_SERVERS);
 	if (rc < 0) {
 		log_err("[gateway] tape_retrans \"%s\": %s", g->cfg.tape_retrans,
 			gw_stream_addr_error(rc, why, sizeof(why), RX_MAX_SERVERS));

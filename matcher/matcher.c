@@ -345,7 +345,7 @@ static int open_tape_rx(struct matcher *m)
 	};
 	int err;
 
-	err = net_parse_addr_list(c->tape_retrans, m->tape_retrans, RX_MAX_SERVERS);
+	err = addrlist_parse(c->tape_retrans, m->tape_retrans, RX_MAX_SERVERS);
 	if (err == -E2BIG) {
 		log_err("[matcher] tape_retrans \"%s\": more than %d addresses", c->tape_retrans,
 			RX_MAX_SERVERS);

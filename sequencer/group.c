@@ -424,7 +424,7 @@ int seq_parse_peers(const char *peers, struct sockaddr_in *out, int max)
 
 	if (peers[strspn(peers, " \t")] == '\0')
 		return 0; /* a group of one */
-	n = net_parse_addr_list(peers, out, max);
+	n = addrlist_parse(peers, out, max);
 	if (n == -E2BIG)
 		return n;
 	if (n < 0)

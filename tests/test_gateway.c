@@ -143,20 +143,20 @@ START_TEST(addr_list_good)
 {
 	struct sockaddr_in a[GW_MAX_SEQUENCERS];
 
-	ck_assert_int_eq(net_parse_addr_list("127.0.0.1:16000", a, GW_MAX_SEQUENCERS), 1);
+	ck_assert_int_eq(addrlist_parse("127.0.0.1:16000", a, GW_MAX_SEQUENCERS), 1);
 	ck_addr(&a[0], "127.0.0.1", 16000);
-	ck_assert_int_eq(net_parse_addr_list("10.0.0.1:1,10.0.0.2:2", a, 2), 2);
+	ck_assert_int_eq(addrlist_parse("10.0.0.1:1,10.0.0.2:2", a, 2), 2);
 	ck_addr(&a[0], "10.0.0.1", 1);
 	ck_addr(&a[1], "10.0.0.2", 2);
 	/* blanks (spaces, tabs) around the items */
-	ck_assert_int_eq(net_parse_addr_list(" 10.0.0.1:1 ,10.0.0.2:2,\t10.0.0.3:3 \t", a, 3), 3);
+	ck_assert_int_eq(addrlist_parse(" 10.0.0.1:1 ,10.0.0.2:2,\t10.0.0.3:3 \t", a, 3), 3);
 	ck_addr(&a[0], "10.0.0.1", 1);
 	ck_addr(&a[1], "10.0.0.2", 2);
 	ck_addr(&a[2], "10.0.0.3", 3);
 	/* a bare port is net_parse_addr's 0.0.0.0:port */
-	ck_assert_int_eq(net_parse_addr_list("7 , 8", a, 2), 2);
+	ck_assert_int_eq(addrlist_parse("7 , 8", a, 2), 2);
 	ck_addr(&a[1], "0.0.0.0", 8);
-	ck_assert_int_eq(net_parse_addr_list("1.1.1.1:1,2.2.2.2:2,3.3.3.3:3,4.4.4.4:4,5.5.5.5:5,"
+	ck_assert_int_eq(addrlist_parse("1.1.1.1:1,2.2.2.2:2,3.3.3.3:3,4.4.4.4:4,5.5.5.5:5,"
 					     "6.6.6.6:6,7.7.7.7:7,8.8.8.8:8,9.9.9.9:9",
 					     a, GW_MAX_SEQUENCERS),
 			 9);
@@ -182,7 +182,7 @@ static const struct {
 	{ "127.0.0.1:x", 9, -EINVAL },
 	{ ":1", 9, -EINVAL },
 	{ "127.0.0.1:1", 0, -EINVAL },
-	{ "127.0.0.1:1", NET_ADDR_LIST_MAX + 1, -EINVAL },
+	{ "127.0.0.1:1", ADDRLIST_MAX + 1, -EINVAL },
 	{ "127.0.0.1:1,127.0.0.2:2", 1, -E2BIG },
 	{ "1.1.1.1:1,2.2.2.2:2,3.3.3.3:3,4.4.4.4:4,5.5.5.5:5,6.6.6.6:6,7.7.7.7:7,8.8.8.8:8,"
 	  "9.9.9.9:9,10.10.10.10:10",
@@ -196,7 +196,7 @@ START_TEST(addr_list_bad)
 
 	memset(a, 0xab, sizeof(a));
 	memcpy(keep, a, sizeof(a));
-	ck_assert_msg(net_parse_addr_list(bad_lists[_i].list, a, bad_lists[_i].max) ==
+	ck_assert_msg(addrlist_parse(bad_lists[_i].list, a, bad_lists[_i].max) ==
 			      bad_lists[_i].rc,
 		      "\"%s\" (max %d): want %d", bad_lists[_i].list, bad_lists[_i].max,
 		      bad_lists[_i].rc);
