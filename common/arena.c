@@ -1,3 +1,4 @@
+/* The bump allocator (arena.h). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

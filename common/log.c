@@ -1,3 +1,4 @@
+/* Logging to stderr with sd-daemon priority prefixes (log.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
