@@ -28,6 +28,8 @@
 #include "journal.h"
 #include "tape.h"
 
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+
 #define GW_RETRANS_MAX_PACKETS 64 /* packets answered per request */
 
 int gw_cmd_unacked(const struct gw *g)

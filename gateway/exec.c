@@ -28,6 +28,8 @@
 #include "ouch.h"
 #include "wire.h"
 
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+
 /* ---- the exec streams ---------------------------------------------------- */
 
 /* Login l's highest exec seq journalled, per partition. */

@@ -14,7 +14,7 @@
 #include "gw_private.h"
 #include "journal.h"
 
-struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20);
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
 
 static const char *const fsync_names[] = { "none", "interval", "batch", NULL };
 

@@ -232,7 +232,6 @@ struct gw {
 	int stopping;
 };
 
-extern struct log_ratelimit gw_rl;
 
 /* logins.c: the login table, below every part that reads a login */
 /* Loads [gateway] credentials (none: nobody can log in) into the table.

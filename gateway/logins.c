@@ -15,6 +15,8 @@
 #include "journal.h"
 #include "wire.h"
 
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+
 static uint32_t name_hash(const uint8_t *p, size_t n)
 {
 	uint32_t h = 2166136261u;

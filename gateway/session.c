@@ -18,6 +18,8 @@
 #include "ouch.h"
 #include "wire.h"
 
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+
 #define SESS_OF(w, member) ((struct gw_session *)((char *)(w) - offsetof(struct gw_session, member)))
 #define SOUP_MAX_OUT (3 + 8 + OUCH_MAX_LEN) /* one sequenced packet, with room */
 

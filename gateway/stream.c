@@ -9,6 +9,8 @@
 #include "clock.h"
 #include "gw_private.h"
 
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
 		   size_t reorder_bytes, unsigned n_servers, uint64_t start)
 {

@@ -12,6 +12,8 @@
 #include "gw_private.h"
 #include "tape.h"
 
+static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+
 static void ack_push(struct gw *g, uint64_t tape_seq, uint64_t origin_seq)
 {
 	unsigned i;

@@ -14,6 +14,7 @@
 #include "wire.h"
 
 static struct log_ratelimit rl_ckpt = LOG_RATELIMIT_INIT(5, 5);
+static struct log_ratelimit rl_malformed = LOG_RATELIMIT_INIT(5, 5);
 
 static void put_u16(uint8_t *p, uint16_t v)
 {
@@ -289,7 +290,7 @@ static void on_ckpt_packet(struct matcher *m, const uint8_t *buf, size_t len,
 
 		net_format_addr(from, a, sizeof(a));
 		m->st.checkpoints_malformed++;
-		log_ratelimited(&matcher_rl_malformed, LOG_LVL_WARNING,
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
 				"malformed checkpoint datagram (%zu bytes) from %s dropped: %s",
 				len, a, strerror(-err));
 		return;

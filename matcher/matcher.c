@@ -29,7 +29,7 @@
 const char *const matcher_state_names[M_STATE_MAX] = { "starting", "catching-up", "live",
 							"stalled", "diverged" };
 
-struct log_ratelimit matcher_rl_malformed = LOG_RATELIMIT_INIT(5, 5);
+static struct log_ratelimit rl_malformed = LOG_RATELIMIT_INIT(5, 5);
 static struct log_ratelimit rl_lost = LOG_RATELIMIT_INIT(1, 5);
 
 void matcher_set_state(struct matcher *m, enum matcher_state s)
@@ -53,7 +53,7 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	if (tape_event_peek(data, len, &v) < 0 || v.seq != seq) {
 		/* Every replica sees the same bytes, so skipping keeps them equal. */
 		m->st.events_malformed++;
-		log_ratelimited(&matcher_rl_malformed, LOG_LVL_ERR,
+		log_ratelimited(&rl_malformed, LOG_LVL_ERR,
 				"tape seq %llu: malformed event skipped", (unsigned long long)seq);
 		return 0;
 	}
@@ -69,7 +69,7 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	switch (convert_event(&v, m->cfg->partition, &m->arena, &cmd)) {
 	case CONVERT_SKIP:
 		m->st.events_malformed++;
-		log_ratelimited(&matcher_rl_malformed, LOG_LVL_ERR,
+		log_ratelimited(&rl_malformed, LOG_LVL_ERR,
 				"tape seq %llu: undecodable command skipped", (unsigned long long)seq);
 		return 0;
 	case CONVERT_OTHER_PARTITION:
@@ -156,7 +156,7 @@ static void send_request(void *ctx, unsigned server, uint64_t seq, uint16_t coun
 	mold_build_request(buf, &r);
 	if (sendto(m->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) !=
 	    (ssize_t)sizeof(buf))
-		log_ratelimited(&matcher_rl_malformed, LOG_LVL_WARNING, "tape request: %s",
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "tape request: %s",
 				strerror(errno));
 }
 
@@ -213,7 +213,7 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 	}
 	if (err < 0) {
 		m->st.tape_malformed++;
-		log_ratelimited(&matcher_rl_malformed, LOG_LVL_WARNING,
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
 				"malformed tape packet (%zu bytes): %s", len, mold_strerror(err));
 		return;
 	}

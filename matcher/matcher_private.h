@@ -146,8 +146,6 @@ struct matcher {
 
 /* --- matcher.c: the tape intake and the state machine --- */
 
-/* Malformed input of any kind (tape, checkpoints): one budget for the log. */
-extern struct log_ratelimit matcher_rl_malformed;
 
 /* The last tape seq applied. */
 static inline uint64_t matcher_applied(const struct matcher *m)

@@ -18,6 +18,11 @@
 #include "seq_private.h"
 #include "tape.h"
 
+/* the warnings this file logs, each kind at most 5 a second */
+static struct log_ratelimit rl_malformed = LOG_RATELIMIT_INIT(1, 5);
+static struct log_ratelimit rl_gap = LOG_RATELIMIT_INIT(1, 5);
+static struct log_ratelimit rl_oversize = LOG_RATELIMIT_INIT(1, 5);
+
 static unsigned gw_hash(const struct mold_session *s)
 {
 	uint32_t h = 2166136261u;
@@ -57,7 +62,7 @@ static int gw_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len
 	if (r == -EMSGSIZE) {
 		/* Refused, not sequenced: the number stays expected. */
 		s->st.oversize_commands++;
-		log_ratelimited(&s->rl_oversize, LOG_LVL_WARNING,
+		log_ratelimited(&rl_oversize, LOG_LVL_WARNING,
 				"gateway %s: command %llu of %u bytes refused (empty or too long for "
 				"one tape datagram)",
 				g->name, (unsigned long long)seq, len);
@@ -86,11 +91,11 @@ static void gw_send_request(void *ctx, unsigned server, uint64_t seq, uint16_t c
 	mold_build_request(pkt, &req);
 	if (sendto(s->req_fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)&g->addr,
 		   sizeof(g->addr)) < 0) {
-		log_ratelimited(&s->rl_gap, LOG_LVL_WARNING, "gateway %s: request: %s", g->name,
+		log_ratelimited(&rl_gap, LOG_LVL_WARNING, "gateway %s: request: %s", g->name,
 				strerror(errno));
 		return;
 	}
-	log_ratelimited(&s->rl_gap, LOG_LVL_INFO, "gateway %s: gap, asked for %u from %llu",
+	log_ratelimited(&rl_gap, LOG_LVL_INFO, "gateway %s: gap, asked for %u from %llu",
 			g->name, (unsigned)count, (unsigned long long)seq);
 }
 
@@ -181,13 +186,13 @@ static struct seq_gw *gw_lookup(struct sequencer *s, const struct mold_session *
 
 	if (!g && bad) {
 		s->st.malformed_packets++;
-		log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
 				"command datagram with an unusable session name dropped");
 		return NULL;
 	}
 	if (!g) {
 		s->st.gateways_full++;
-		log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
 				"more than %d gateways: datagram dropped", SEQ_MAX_GATEWAYS);
 	}
 	return g;
@@ -210,7 +215,7 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 
 		s->st.malformed_packets++;
 		net_format_addr(from, a, sizeof(a));
-		log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
 				"malformed command datagram (%zu bytes) from %s: %s", len, a,
 				mold_strerror(r));
 		return 0;
@@ -268,7 +273,7 @@ static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 		r = 0;
 		if (n <= 0) {
 			if (n < 0)
-				log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING, "recvmmsg: %s",
+				log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "recvmmsg: %s",
 						strerror(-n));
 			break;
 		}

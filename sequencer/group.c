@@ -25,6 +25,9 @@
 #include "seq_private.h"
 #include "wire.h"
 
+/* the warnings this file logs, each kind at most 5 a second */
+static struct log_ratelimit rl_malformed = LOG_RATELIMIT_INIT(1, 5);
+
 #define SEQ_RAFT_MAX_ENTRIES 2048 /* entries in one answer to a standby's REQUEST */
 
 /* ---- raft's messages out ---------------------------------------------- */
@@ -403,7 +406,7 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 
 				s->st.raft_malformed++;
 				net_format_addr(&s->raft_in.addrs[i], a, sizeof(a));
-				log_ratelimited(&s->rl_malformed, LOG_LVL_WARNING,
+				log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
 						"raft datagram (%zu bytes) from %s refused", len, a);
 				continue;
 			}

@@ -13,6 +13,9 @@
 #include "rxpath.h"
 #include "seq_private.h"
 
+/* the warnings this file logs, each kind at most 5 a second */
+static struct log_ratelimit rl_retrans = LOG_RATELIMIT_INIT(1, 5);
+
 /* Fills batch b with tape datagrams of at most cap bytes holding consecutive
  * journalled events [from, to]; returns the number of datagrams and the
  * blocks through *blocks. */
@@ -48,7 +51,7 @@ unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, 
 		(*blocks)++;
 	}
 	if (r < 0)
-		log_ratelimited(&s->rl_retrans, LOG_LVL_WARNING, "retrans: journal read: %s",
+		log_ratelimited(&rl_retrans, LOG_LVL_WARNING, "retrans: journal read: %s",
 				strerror(-r));
 	if (np < b->n && mb.count > 0)
 		b->lens[np++] = mold_build_end(&mb);
@@ -71,7 +74,7 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 
 		s->st.retrans_bad_requests++;
 		net_format_addr(from, a, sizeof(a));
-		log_ratelimited(&s->rl_retrans, LOG_LVL_WARNING, "retrans request from %s: %s", a,
+		log_ratelimited(&rl_retrans, LOG_LVL_WARNING, "retrans request from %s: %s", a,
 				mold_strerror(r));
 		return;
 	}

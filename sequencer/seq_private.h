@@ -121,7 +121,6 @@ struct sequencer {
 	int primary_id; /* the primary we know, or RAFT_NOBODY */
 
 	struct seq_stats st;
-	struct log_ratelimit rl_malformed, rl_gap, rl_oversize, rl_retrans, rl_tape;
 };
 
 /* ---- sequencer.c: the tape, start and stop ---- */

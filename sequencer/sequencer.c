@@ -30,6 +30,9 @@
 #include "tape.h"
 #include "wire.h"
 
+/* the warnings this file logs, each kind at most 5 a second */
+static struct log_ratelimit rl_tape = LOG_RATELIMIT_INIT(1, 5);
+
 #define SEQ_RETRANS_SLOTS 16 /* requests taken per wakeup of the retrans socket */
 #define SEQ_RETRANS_SLOT_SIZE 64 /* a request is 20 bytes; longer ones are refused */
 #define SEQ_RAFT_SLOTS 64 /* raft datagrams taken per recvmmsg */
@@ -81,7 +84,7 @@ static void tape_send(struct sequencer *s, struct net_batch *b, unsigned n)
 	r = net_batch_send(b, s->tape_fd, n);
 	if (r < 0 || (unsigned)r < n) {
 		s->st.tape_send_errors += n - (r < 0 ? 0 : (unsigned)r);
-		log_ratelimited(&s->rl_tape, LOG_LVL_WARNING, "tape: sent %d of %u datagrams: %s",
+		log_ratelimited(&rl_tape, LOG_LVL_WARNING, "tape: sent %d of %u datagrams: %s",
 				r < 0 ? 0 : r, n, r < 0 ? strerror(-r) : "short send");
 	}
 	if (r > 0)
@@ -231,7 +234,7 @@ static void publish_journal(struct sequencer *s, uint64_t from, uint64_t to)
 		unsigned n = seq_retrans_read(s, &s->jb, s->jb.size, from, to, &blocks);
 
 		if (n == 0 || blocks == 0) {
-			log_ratelimited(&s->rl_tape, LOG_LVL_WARNING,
+			log_ratelimited(&rl_tape, LOG_LVL_WARNING,
 					"tape: cannot read events %llu..%llu back from the journal",
 					(unsigned long long)from, (unsigned long long)to);
 			return;
@@ -300,7 +303,7 @@ static void send_tape_control(struct sequencer *s, int eos)
 
 	if (sendto(s->tape_fd, pkt, n, 0, (const struct sockaddr *)&s->group, sizeof(s->group)) < 0) {
 		s->st.tape_send_errors++;
-		log_ratelimited(&s->rl_tape, LOG_LVL_WARNING, "tape: %s: %s",
+		log_ratelimited(&rl_tape, LOG_LVL_WARNING, "tape: %s: %s",
 				eos ? "end of session" : "heartbeat", strerror(errno));
 		return;
 	}
@@ -523,11 +526,6 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 			 (struct rx_drop *const[]){ &s->drop_cmd, &s->drop_req, &s->drop_retrans,
 						    &s->drop_raft },
 			 4, cfg->drop_rate, cfg->node.name, cfg->drop_seed, 0);
-	s->rl_malformed = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
-	s->rl_gap = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
-	s->rl_oversize = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
-	s->rl_retrans = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
-	s->rl_tape = (struct log_ratelimit)LOG_RATELIMIT_INIT(1, 5);
 	r = seq_open_steps(s);
 	if (r < 0) {
 		seq_close(s);
