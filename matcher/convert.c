@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "command.h"
 #include "convert.h"
 
 static int copy_str(char *dst, size_t cap, const char *src)
@@ -77,17 +78,15 @@ int convert_command(const Lockstep__Command *c, struct engine_cmd *e)
 }
 
 enum convert_result convert_event(const struct tape_event_view *v, uint64_t partition,
-				  struct arena *a, struct engine_cmd *cmd)
+				  struct engine_cmd *cmd)
 {
-	Lockstep__Command *c;
+	uint32_t part;
 
 	if (v->body != TAPE_BODY_COMMAND)
 		return CONVERT_TIME;
-	arena_reset(a);
-	c = lockstep__command__unpack(&a->allocator, v->body_len, v->body_data);
-	if (!c || convert_command(c, cmd) < 0)
+	if (command_decode(v->body_data, v->body_len, cmd, &part) < 0)
 		return CONVERT_SKIP;
-	if (c->partition != partition)
+	if (part != partition)
 		return CONVERT_OTHER_PARTITION;
 	return CONVERT_APPLY;
 }

@@ -33,15 +33,17 @@ enum convert_result {
 	CONVERT_APPLY, /* engine_apply(seq, view->timestamp, cmd) */
 };
 
-/* Command -> engine command (strings copied, too long ones refused). 0, or
- * -1 when a field cannot be what a gateway sends or the body is unknown. */
+/* Command (unpacked by protobuf-c) -> engine command (strings copied, too
+ * long ones refused). 0, or -1 when a field cannot be what a gateway sends
+ * or the body is unknown. The reference that command_decode() (command.h),
+ * which the matcher and lockstep-replay use, is tested and fuzzed against. */
 int convert_command(const Lockstep__Command *c, struct engine_cmd *out);
 
 /* Decides what the event `v` (already peeked, v->seq checked against the
  * block's sequence number by the caller) means for `partition`. The Command
- * is unpacked into `a` (reset first); *cmd is set for CONVERT_APPLY. */
+ * is decoded by command_decode() (command.h); *cmd is set for CONVERT_APPLY. */
 enum convert_result convert_event(const struct tape_event_view *v, uint64_t partition,
-				  struct arena *a, struct engine_cmd *cmd);
+				  struct engine_cmd *cmd);
 
 /* The engine's configuration from a matcher's: symbols parsed from
  * cfg->symbols (separated by spaces, tabs or commas, 1..CONVERT_MAX_SYMBOLS of

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "addrlist.h"
-#include "arena.h"
 #include "clock.h"
 #include "convert.h"
 #include "engine.h"
@@ -66,7 +65,7 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	m->cur_tape_seq = seq;
 	m->last_tape_ns = v.timestamp;
 	/* The conversion lockstep-replay's rebuild shares (matcher/convert.h). */
-	switch (convert_event(&v, m->cfg->partition, &m->arena, &cmd)) {
+	switch (convert_event(&v, m->cfg->partition, &cmd)) {
 	case CONVERT_SKIP:
 		m->st.events_malformed++;
 		log_ratelimited(&rl_malformed, LOG_LVL_ERR,
@@ -398,13 +397,13 @@ static int open_engine(struct matcher *m, struct engine_config *ec)
 	return matcher_snapshot_load_newest(m, ec);
 }
 
-/* The exec ring, the command arena and the datagram batches. */
+/* The exec ring and the datagram batches. */
 static int open_buffers(struct matcher *m)
 {
 	const struct matcher_config *cfg = m->cfg;
 
 	m->ring = malloc(cfg->ring * MATCHER_EXEC_SLOT);
-	if (!m->ring || arena_init(&m->arena, 1 << 16) < 0 ||
+	if (!m->ring ||
 	    net_batch_init(&m->rx, (unsigned)cfg->batch, 65536) < 0 ||
 	    net_batch_init(&m->tx, (unsigned)cfg->batch, cfg->max_datagram) < 0 ||
 	    net_batch_init(&m->req_rx, 16, 64) < 0 ||
@@ -515,7 +514,6 @@ void matcher_close(struct matcher *m)
 	net_batch_fini(&m->req_rx);
 	net_batch_fini(&m->req_tx);
 	net_batch_fini(&m->ck_rx);
-	arena_fini(&m->arena);
 	engine_destroy(m->engine);
 	free(m->ring);
 	free(m->symbol_store);

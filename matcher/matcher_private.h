@@ -12,7 +12,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "arena.h"
 #include "checkpoint.h"
 #include "convert.h"
 #include "engine.h"
@@ -90,7 +89,6 @@ struct matcher {
 	uint64_t term; /* highest term seen */
 	uint64_t commit;
 	int heard; /* a packet of the tape has arrived */
-	struct arena arena;
 
 	/* the execution stream */
 	int exec_fd, retrans_fd;

@@ -6,6 +6,7 @@
 
 #include "arena.h"
 #include "bench.h"
+#include "command.h"
 #include "clock.h"
 #include "lockstep.pb-c.h"
 #include "tape.h"
@@ -174,6 +175,15 @@ static void codec_command(struct samples *x, struct arena *arena, uint64_t n)
 		arena_reset(arena);
 	}
 	codec_report("command_unpack(arena)", t0, n);
+	t0 = mono_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		struct engine_cmd e;
+		uint32_t part;
+
+		if (command_decode(x->cmd, x->cmd_len, &e, &part) == 0)
+			x->acc_sum += e.u.enter.shares;
+	}
+	codec_report("command_decode(matcher)", t0, n);
 	t0 = mono_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		x->enter.u.enter.shares = 100 + (uint32_t)(i & 1023);

@@ -215,7 +215,7 @@ static int comp_matcher_tape(struct tape_mem *t, uint64_t n)
 
 /* Applies the tape as the matcher does; the events applied. */
 static uint64_t comp_matcher_replay(struct engine *e, const struct tape_mem *t,
-				    struct arena *arena, struct emit_ctx *em)
+				    struct emit_ctx *em)
 {
 	uint64_t applied = 0;
 
@@ -227,7 +227,7 @@ static uint64_t comp_matcher_replay(struct engine *e, const struct tape_mem *t,
 		memcpy(&len, t->buf + off, 4);
 		if (tape_event_peek(t->buf + off + 4, len, &v) == 0) {
 			em->seq = v.seq;
-			switch (convert_event(&v, 0, arena, &cmd)) {
+			switch (convert_event(&v, 0, &cmd)) {
 			case CONVERT_APPLY:
 				engine_apply(e, v.seq, v.timestamp, &cmd, emit_encode, em);
 				applied++;
@@ -285,7 +285,6 @@ int comp_matcher_run(void)
 	};
 	struct engine *e = NULL;
 	struct emit_ctx em = { .seq = 0 };
-	struct arena arena;
 	uint64_t applied, t0, t1;
 	int r;
 
@@ -294,15 +293,14 @@ int comp_matcher_run(void)
 	if (t.events >= ec.max_tokens)
 		ec.max_tokens = (uint32_t)(t.events + t.events / 2 > (1u << 30) ? 1u << 30
 										: t.events + t.events / 2);
-	if ((r = engine_create(&e, &ec)) < 0 || arena_init(&arena, 1 << 16) < 0) {
+	if ((r = engine_create(&e, &ec)) < 0) {
 		fprintf(stderr, PROG ": engine: %s\n", strerror(-r));
 		return 1;
 	}
 	t0 = mono_ns();
-	applied = comp_matcher_replay(e, &t, &arena, &em);
+	applied = comp_matcher_replay(e, &t, &em);
 	t1 = mono_ns();
 	comp_matcher_report(e, &t, &em, applied, t1 - t0);
-	arena_fini(&arena);
 	engine_destroy(e);
 	free(t.buf);
 	return 0;

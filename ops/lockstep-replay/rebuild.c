@@ -154,8 +154,7 @@ static void print_rebuild(const struct rebuild_result *x, const struct engine_st
 
 /* One committed event, as matcher.c's apply_event takes it. */
 static void rebuild_apply(struct engine *eng, const struct matcher_config *mc,
-			  struct arena *arena, struct rebuild_result *x, uint64_t seq,
-			  const uint8_t *data, size_t len)
+			  struct rebuild_result *x, uint64_t seq, const uint8_t *data, size_t len)
 {
 	struct tape_event_view v;
 	struct engine_cmd cmd;
@@ -170,7 +169,7 @@ static void rebuild_apply(struct engine *eng, const struct matcher_config *mc,
 		x->highest_term = v.term;
 	if (v.commit > x->highest_commit)
 		x->highest_commit = v.commit;
-	switch (convert_event(&v, mc->partition, arena, &cmd)) {
+	switch (convert_event(&v, mc->partition, &cmd)) {
 	case CONVERT_SKIP:
 		x->skipped++;
 		break;
@@ -196,21 +195,18 @@ static int rebuild_walk(const struct tapedir *t, struct engine *eng,
 			uint64_t every, struct rebuild_result *x)
 {
 	struct journal_iter *it = NULL;
-	struct arena arena;
 	struct progress pr;
 	uint64_t seq = 0, term, t0;
 	const uint8_t *data;
 	size_t len;
 	int r;
 
-	if (arena_init(&arena, ARENA_BYTES) < 0)
-		return 2;
 	t0 = mono_ns();
 	progress_start(&pr, "rebuild", from, to);
 	r = journal_iter_open(&it, t->j, from);
 	while (r == 0 && (r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
 		r = 0;
-		rebuild_apply(eng, mc, &arena, x, seq, data, len);
+		rebuild_apply(eng, mc, x, seq, data, len);
 		if (every && seq % every == 0) {
 			progress_end(&pr);
 			printf("seq %llu hash %016llx\n", (unsigned long long)seq,
@@ -223,7 +219,6 @@ static int rebuild_walk(const struct tapedir *t, struct engine *eng,
 	progress_end(&pr);
 	x->apply_s = (double)(mono_ns() - t0) / 1e9;
 	journal_iter_close(it);
-	arena_fini(&arena);
 	x->seq = seq;
 	return r;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "command.h"
 #include "convert.h"
 #include "engine.h"
 #include "replay.h"
@@ -72,6 +73,7 @@ struct verify_walk {
 static const char *verify_record(const struct event *e, uint64_t term, uint64_t prev_term)
 {
 	struct engine_cmd ecmd;
+	uint32_t part;
 
 	if (e->bad)
 		return e->bad;
@@ -79,7 +81,8 @@ static const char *verify_record(const struct event *e, uint64_t term, uint64_t 
 		return "the event's term is not the record's";
 	if (term < prev_term)
 		return "the term goes down";
-	if (e->v.body == TAPE_BODY_COMMAND && convert_command(e->cmd, &ecmd) < 0)
+	if (e->v.body == TAPE_BODY_COMMAND &&
+	    command_decode(e->v.body_data, e->v.body_len, &ecmd, &part) < 0)
 		return "a command the matcher cannot apply";
 	return NULL;
 }
