@@ -10,13 +10,6 @@
 
 #include "tape.h"
 
-enum {
-	TAPE_WIRE_VARINT = 0,
-	TAPE_WIRE_FIXED64 = 1,
-	TAPE_WIRE_LEN = 2,
-	TAPE_WIRE_FIXED32 = 5,
-};
-
 /* Tags as protobuf-c writes them: (field << 3) | wire type, one byte each. */
 enum {
 	TAPE_TAG_TERM = 0x08,
@@ -93,68 +86,6 @@ size_t tape_event_encode(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
 	if (command)
 		p = tape_put_bytes(p, TAPE_TAG_COMMAND, command, command_len);
 	return (size_t)(p - out);
-}
-
-/* A varint of at most max bytes at *p; bits past the 64th are dropped, as
- * protobuf-c does. */
-static inline int tape_get_varint(const uint8_t **p, const uint8_t *end, unsigned max,
-				  uint64_t *v)
-{
-	const uint8_t *q = *p;
-	uint64_t x = 0;
-
-	for (unsigned i = 0; i < max; i++) {
-		if (q + i >= end)
-			return -EBADMSG;
-		x |= (uint64_t)(q[i] & 0x7f) << (7 * i);
-		if (!(q[i] & 0x80)) {
-			*p = q + i + 1;
-			*v = x;
-			return 0;
-		}
-	}
-	return -EOVERFLOW;
-}
-
-/* One field: its number, wire type, and value (a varint's value, or a
- * length-delimited field's bytes). Moves *p past it. */
-static int tape_next_field(const uint8_t **p, const uint8_t *end, uint32_t *field,
-			   unsigned *wire, uint64_t *val, const uint8_t **data)
-{
-	uint64_t key;
-	int rc;
-
-	/* A one-byte key with field number 0: protobuf-c refuses it (and
-	 * skips a longer encoding of 0 as an unknown field: so do we). */
-	if ((**p & 0xf8) == 0)
-		return -EPROTO;
-	rc = tape_get_varint(p, end, 5, &key);
-	if (rc)
-		return rc;
-	*field = (uint32_t)(key >> 3);
-	*wire = key & 7;
-	switch (*wire) {
-	case TAPE_WIRE_VARINT:
-		return tape_get_varint(p, end, 10, val);
-	case TAPE_WIRE_FIXED64:
-	case TAPE_WIRE_FIXED32:
-		*val = *wire == TAPE_WIRE_FIXED64 ? 8 : 4;
-		if ((size_t)(end - *p) < *val)
-			return -EBADMSG;
-		*p += *val;
-		return 0;
-	case TAPE_WIRE_LEN:
-		rc = tape_get_varint(p, end, 5, val);
-		if (rc)
-			return rc;
-		if (*val > (size_t)(end - *p))
-			return -EBADMSG;
-		*data = *p;
-		*p += *val;
-		return 0;
-	default:
-		return -EPROTO; /* groups (3, 4), 6, 7 */
-	}
 }
 
 int tape_event_peek(const uint8_t *buf, size_t len, struct tape_event_view *out)

@@ -19,6 +19,7 @@
 #ifndef LOCKSTEP_TAPE_H
 #define LOCKSTEP_TAPE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,5 +63,79 @@ size_t tape_event_encode(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
  *  -EPROTO    tag 0, a group or unknown wire type, or a known field with the
  *             wrong wire type. */
 int tape_event_peek(const uint8_t *buf, size_t len, struct tape_event_view *out);
+
+/* ---- protobuf wire format, read by hand --------------------------------- */
+
+enum {
+	TAPE_WIRE_VARINT = 0,
+	TAPE_WIRE_FIXED64 = 1,
+	TAPE_WIRE_LEN = 2,
+	TAPE_WIRE_FIXED32 = 5,
+};
+
+/* A varint of at most max bytes at *p; bits past the 64th are dropped, as
+ * protobuf-c does. */
+static inline int tape_get_varint(const uint8_t **p, const uint8_t *end, unsigned max,
+				  uint64_t *v)
+{
+	const uint8_t *q = *p;
+	uint64_t x = 0;
+
+	for (unsigned i = 0; i < max; i++) {
+		if (q + i >= end)
+			return -EBADMSG;
+		x |= (uint64_t)(q[i] & 0x7f) << (7 * i);
+		if (!(q[i] & 0x80)) {
+			*p = q + i + 1;
+			*v = x;
+			return 0;
+		}
+	}
+	return -EOVERFLOW;
+}
+
+/* One field of a protobuf message at *p (before end): its number, wire type,
+ * and value (a varint's value, or a length-delimited field's length, with
+ * *data its bytes; fixed-size fields are stepped over). Moves *p past it.
+ * 0, or -EBADMSG, -EOVERFLOW, -EPROTO as tape_event_peek() says. For the
+ * hand decoders of the tape's messages (this file, matcher/command.c). */
+static inline int tape_next_field(const uint8_t **p, const uint8_t *end, uint32_t *field,
+			   unsigned *wire, uint64_t *val, const uint8_t **data)
+{
+	uint64_t key;
+	int rc;
+
+	/* A one-byte key with field number 0: protobuf-c refuses it (and
+	 * skips a longer encoding of 0 as an unknown field: so do we). */
+	if ((**p & 0xf8) == 0)
+		return -EPROTO;
+	rc = tape_get_varint(p, end, 5, &key);
+	if (rc)
+		return rc;
+	*field = (uint32_t)(key >> 3);
+	*wire = key & 7;
+	switch (*wire) {
+	case TAPE_WIRE_VARINT:
+		return tape_get_varint(p, end, 10, val);
+	case TAPE_WIRE_FIXED64:
+	case TAPE_WIRE_FIXED32:
+		*val = *wire == TAPE_WIRE_FIXED64 ? 8 : 4;
+		if ((size_t)(end - *p) < *val)
+			return -EBADMSG;
+		*p += *val;
+		return 0;
+	case TAPE_WIRE_LEN:
+		rc = tape_get_varint(p, end, 5, val);
+		if (rc)
+			return rc;
+		if (*val > (size_t)(end - *p))
+			return -EBADMSG;
+		*data = *p;
+		*p += *val;
+		return 0;
+	default:
+		return -EPROTO; /* groups (3, 4), 6, 7 */
+	}
+}
 
 #endif

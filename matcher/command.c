@@ -5,33 +5,18 @@
 #include <string.h>
 
 #include "command.h"
+#include "tape.h"
 
 struct pb {
 	const uint8_t *p, *end;
 };
 
-/* A varint; 0, or -1 when truncated or longer than 10 bytes. */
-static int pb_varint(struct pb *b, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	for (unsigned shift = 0; shift < 70 && b->p < b->end; shift += 7) {
-		uint8_t c = *b->p++;
-
-		v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* The field that starts at b->p: its number and wire type, and for a
- * varint its value, for a length-delimited field its bytes. Fixed-size
- * fields are stepped over. 0, or -1 when malformed (groups included). */
+/* The field that starts at b->p (tape_next_field(), the tape's own reader):
+ * its number and wire type, for a varint its value, for a length-delimited
+ * field its bytes. 0, or -1 when malformed (groups included). */
 struct pb_field {
-	uint32_t num, type;
+	uint32_t num;
+	unsigned type;
 	uint64_t v;
 	const uint8_t *data;
 	size_t len;
@@ -39,33 +24,10 @@ struct pb_field {
 
 static int pb_next(struct pb *b, struct pb_field *f)
 {
-	uint64_t key, n;
-
-	if (pb_varint(b, &key) < 0 || (key >> 3) == 0 || (key >> 3) > UINT32_MAX)
+	f->data = NULL;
+	if (tape_next_field(&b->p, b->end, &f->num, &f->type, &f->v, &f->data) < 0)
 		return -1;
-	f->num = (uint32_t)(key >> 3);
-	f->type = (uint32_t)(key & 7);
-	switch (f->type) {
-	case 0:
-		return pb_varint(b, &f->v);
-	case 1:
-		n = 8;
-		break;
-	case 5:
-		n = 4;
-		break;
-	case 2:
-		if (pb_varint(b, &n) < 0)
-			return -1;
-		break;
-	default:
-		return -1;
-	}
-	if (n > (size_t)(b->end - b->p))
-		return -1;
-	f->data = b->p;
-	f->len = (size_t)n;
-	b->p += n;
+	f->len = f->type == TAPE_WIRE_LEN ? (size_t)f->v : 0;
 	return 0;
 }
 
@@ -75,7 +37,7 @@ static int pb_str(const struct pb_field *f, char *dst, size_t cap)
 {
 	size_t n;
 
-	if (f->type != 2)
+	if (f->type != TAPE_WIRE_LEN)
 		return -1;
 	n = strnlen((const char *)f->data, f->len);
 	if (n >= cap)
@@ -87,7 +49,7 @@ static int pb_str(const struct pb_field *f, char *dst, size_t cap)
 
 static int pb_u32(const struct pb_field *f, uint32_t *out)
 {
-	if (f->type != 0)
+	if (f->type != TAPE_WIRE_VARINT)
 		return -1;
 	*out = (uint32_t)f->v;
 	return 0;
@@ -171,7 +133,7 @@ static int decode_fields(const uint8_t *buf, size_t len, const struct pb_rule *r
 			rc = pb_char(&f, base + r->off);
 			break;
 		default:
-			rc = f.type == 0 ? 0 : -1;
+			rc = f.type == TAPE_WIRE_VARINT ? 0 : -1;
 			break;
 		}
 		if (rc < 0)
@@ -186,7 +148,7 @@ static int decode_fields(const uint8_t *buf, size_t len, const struct pb_rule *r
 /* One body field of the oneof: the last one in the message counts. */
 static int decode_body(const struct pb_field *f, struct engine_cmd *e)
 {
-	if (f->type != 2)
+	if (f->type != TAPE_WIRE_LEN)
 		return -1;
 	memset(&e->u, 0, sizeof(e->u));
 	switch (f->num) {
