@@ -32,7 +32,7 @@ struct daemon_node {
 	int stopped;
 };
 
-/* What daemon_main() loaded, for daemon_reload_config(): argv and the
+/* What daemon_main() loaded, for reload_config(): argv and the
  * daemon's spec live as long as main(). */
 static const struct config_spec *loaded_spec;
 static const struct daemon_args *loaded_args;
@@ -133,7 +133,11 @@ static int load_config(int argc, char **argv, const struct daemon_ops *ops, void
 	return 0;
 }
 
-int daemon_reload_config(void *cfg, struct node_config *node, char *msg, size_t msglen)
+/* Re-reads the configuration daemon_main() loaded (the same file, the same
+ * --set overrides) into cfg, a scratch config whose [node] part is node, and
+ * applies [node] log_level and log_timestamps. 0 with msg saying what, or a
+ * negative errno with msg saying why (file:line: key), nothing applied. */
+static int reload_config(void *cfg, struct node_config *node, char *msg, size_t msglen)
 {
 	char err[512];
 	int r;
@@ -161,7 +165,7 @@ int daemon_reload_config(void *cfg, struct node_config *node, char *msg, size_t 
 static int node_reload(struct daemon_node *d, char *msg, size_t msglen)
 {
 	size_t len;
-	int r = daemon_reload_config(d->fresh, node_of(d->ops, d->fresh), msg, msglen);
+	int r = reload_config(d->fresh, node_of(d->ops, d->fresh), msg, msglen);
 
 	if (r < 0 || !d->ops->reload)
 		return r;

@@ -132,12 +132,4 @@ void daemon_node_stop(struct daemon_node *d);
  * status (enum daemon_exit). Accepts NULL (returns DAEMON_EXIT_OK). */
 int daemon_node_close(struct daemon_node *d);
 
-/* Re-reads the configuration daemon_main() loaded (the same file, the same
- * --set overrides) into `cfg`, a scratch struct of the daemon's config type
- * whose [node] part is `node`, and applies what every daemon can change at
- * run time: [node] log_level and log_timestamps. Returns 0 with msg saying
- * what it applied, or a negative errno with msg saying why (file:line: key),
- * nothing applied. */
-int daemon_reload_config(void *cfg, struct node_config *node, char *msg, size_t msglen);
-
 #endif

@@ -99,8 +99,8 @@ int net_batch_recv(struct net_batch *b, int fd);
 int net_batch_recv_counted(struct net_batch *b, int fd, uint64_t *rxq);
 
 /* recvmmsg calls per wakeup on one socket, so that one busy stream cannot
- * starve the others on the loop (the sequencer's [sequencer] drain key
- * defaults to it). */
+ * starve the others on the loop (the same number as the default of the
+ * sequencer's [sequencer] drain key). */
 #define NET_DRAIN_ROUNDS 16
 int net_batch_send(struct net_batch *b, int fd, unsigned count);
 
