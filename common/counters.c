@@ -1,4 +1,4 @@
-/* STATS replies from a table (counters.h). */
+/* STATS replies from a table, and STATUS's pools (counters.h). */
 #include "counters.h"
 
 void counters_reset(struct counters *cs)
@@ -31,4 +31,29 @@ void counters_reply(struct counters *cs, Lockstep__ControlReply *reply)
 {
 	reply->n_counters = cs->n;
 	reply->counters = cs->p;
+}
+
+void pools_reset(struct pools *ps)
+{
+	ps->n = 0;
+}
+
+void pools_add(struct pools *ps, const char *name, uint64_t used, uint64_t size)
+{
+	Lockstep__Pool *c;
+
+	if (ps->n >= POOLS_MAX)
+		return;
+	c = &ps->c[ps->n];
+	lockstep__pool__init(c);
+	c->name = (char *)name;
+	c->used = used;
+	c->size = size;
+	ps->p[ps->n++] = c;
+}
+
+void pools_reply(struct pools *ps, Lockstep__ControlReply *reply)
+{
+	reply->n_pools = ps->n;
+	reply->pools = ps->p;
 }

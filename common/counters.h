@@ -1,4 +1,4 @@
-/* STATS replies from a table: a daemon lists its counters once, each a name
+/* STATS replies from a table, and STATUS's pools: a daemon lists its counters once, each a name
  * and whether it is a gauge (a level that goes up and down, exported to
  * Prometheus without _total) or a counter (only grows while the daemon
  * runs); the reply carries that flag, so lockstepctl needs no list of its
@@ -39,5 +39,21 @@ void counters_add_table(struct counters *cs, const struct counter_def *defs,
 			const uint64_t *values, size_t n);
 /* Points the reply at the values. */
 void counters_reply(struct counters *cs, Lockstep__ControlReply *reply);
+
+/* STATUS's pools: how full each preallocated pool is. A daemon's status hook
+ * fills one struct pools (its own storage, valid until the next call) and
+ * points the reply at it. */
+#define POOLS_MAX 8
+
+struct pools {
+	size_t n;
+	Lockstep__Pool c[POOLS_MAX];
+	Lockstep__Pool *p[POOLS_MAX];
+};
+
+/* Starts over; name must outlive the reply. Past POOLS_MAX, left out. */
+void pools_reset(struct pools *ps);
+void pools_add(struct pools *ps, const char *name, uint64_t used, uint64_t size);
+void pools_reply(struct pools *ps, Lockstep__ControlReply *reply);
 
 #endif

@@ -263,6 +263,18 @@ _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
 		       sizeof(struct gw_stats) / sizeof(uint64_t),
 	       "a name for every counter");
 
+/* STATUS's pools: the sessions, and the token routes (with partitions). */
+static void gw_pools(const struct gw *g, Lockstep__ControlReply *reply)
+{
+	static struct pools ps;
+
+	pools_reset(&ps);
+	pools_add(&ps, "sessions", g->sess.n, g->cfg.max_sessions);
+	if (g->n_parts > 1)
+		pools_add(&ps, "tokens", gw_route_count(g->routes), g->cfg.max_tokens);
+	pools_reply(&ps, reply);
+}
+
 static void gw_status(void *self, Lockstep__ControlReply *reply)
 {
 	struct gw *g = self;
@@ -274,6 +286,7 @@ static void gw_status(void *self, Lockstep__ControlReply *reply)
 	reply->seq = g->tape.last;
 	reply->commit = g->tape.commit;
 	reply->ouch = g->sess.ouch_addr;
+	gw_pools(g, reply);
 }
 
 static void gw_stats_add(void *self, struct counters *out)

@@ -1,6 +1,9 @@
 /* The matcher's configuration: the [node] and [matcher] keys of
  * struct matcher_config (matcher.h), with their defaults, ranges and help. */
+#include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "matcher_private.h"
@@ -34,7 +37,8 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "max_orders", CONFIG_UINT, OFF(max_orders), 0, "1048576", 16, 1 << 28, NULL,
 	  "open orders at once (preallocated)" },
 	{ "matcher", "max_tokens", CONFIG_UINT, OFF(max_tokens), 0, "4194304", 16, 1 << 30, NULL,
-	  "order tokens remembered for the day (preallocated)" },
+	  "order tokens remembered, live and recently dead, above max_orders (preallocated); "
+	  "when full the oldest dead token is forgotten" },
 	{ "matcher", "max_levels", CONFIG_UINT, OFF(max_levels), 0, "4096", 4, 1 << 20, NULL,
 	  "price levels per side per symbol" },
 	{ "matcher", "ring", CONFIG_UINT, OFF(ring), 0, "1048576", 1024, 1 << 26, NULL,
@@ -88,3 +92,18 @@ static const struct config_key matcher_keys[] = {
 };
 
 const struct config_spec matcher_config_spec = { .keys = matcher_keys };
+
+int matcher_config_check(const void *config, char *err, size_t errlen)
+{
+	const struct matcher_config *cfg = config;
+
+	if (cfg->max_tokens <= cfg->max_orders) {
+		snprintf(err, errlen,
+			 "[matcher] max_tokens (%" PRIu64 ") must be above max_orders (%" PRIu64
+			 "): the tokens of the live orders and of the recently dead ones share "
+			 "the table",
+			 cfg->max_tokens, cfg->max_orders);
+		return -EINVAL;
+	}
+	return 0;
+}

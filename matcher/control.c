@@ -42,7 +42,21 @@ static const struct counter_def extra_defs[] = {
 	COUNTER(tape_missing), COUNTER(kernel_rcvbuf_errors), COUNTER(rcvbuf_bytes),
 	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
 	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
+	GAUGE(tokens), COUNTER(tokens_forgotten),
 };
+
+/* STATUS's pools: the engine's. */
+static void matcher_pools(const struct matcher *m, Lockstep__ControlReply *r)
+{
+	static struct pools ps;
+	struct engine_pool ep[ENGINE_POOLS];
+
+	engine_get_pools(m->engine, ep);
+	pools_reset(&ps);
+	for (unsigned i = 0; i < ENGINE_POOLS; i++)
+		pools_add(&ps, ep[i].name, ep[i].used, ep[i].size);
+	pools_reply(&ps, r);
+}
 
 static void matcher_status(void *self, Lockstep__ControlReply *r)
 {
@@ -58,6 +72,7 @@ static void matcher_status(void *self, Lockstep__ControlReply *r)
 	r->snapshot_seq = m->snap_last;
 	if (m->diverged)
 		r->message = m->div_msg;
+	matcher_pools(m, r);
 }
 
 static void matcher_stats(void *self, struct counters *out)
@@ -81,6 +96,7 @@ static void matcher_stats(void *self, struct counters *out)
 		rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx), us.rcvbuf_errors,
 		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
 		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
+		es.tokens, es.tokens_forgotten,
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));
@@ -124,6 +140,7 @@ const struct daemon_ops matcher_daemon = {
 	.spec = &matcher_config_spec,
 	.cfg_size = sizeof(struct matcher_config),
 	.node_offset = offsetof(struct matcher_config, node),
+	.check = matcher_config_check,
 	DAEMON_OPS_LIFECYCLE(matcher),
 	.exit_status = matcher_exit_status,
 	.status = matcher_status,

@@ -405,6 +405,7 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 
 	token_key(key, in->token);
 	h = token_hash(user, key);
+	engine_book_token_room(e);
 	/* the token slot is a likely cache miss: fetch it while validating */
 	__builtin_prefetch(&e->tokens[token_home(e, h)]);
 	reason = check_enter(e, in, &sym);
@@ -470,7 +471,7 @@ static void apply_replacement(struct engine *e, uint32_t oi, const struct ouch_r
 {
 	struct order *o = &e->orders[oi];
 
-	e->tokens[o->tok].order = NONE;
+	token_kill(e, o->tok);
 	token_insert(e, slot_new, user, h_new, key_new, oi);
 	o->tok = slot_new;
 	o->ref = e->next_ref++;
@@ -492,13 +493,14 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 		e->st.ignored_dead++;
 		return;
 	}
+	engine_book_token_room(e);
 	token_key(key_old, rp->existing_token);
 	token_key(key_new, rp->replacement_token);
 	h_old = token_hash(user, key_old);
 	h_new = token_hash(user, key_new);
 	__builtin_prefetch(&e->tokens[token_home(e, h_new)]);
 	slot_old = token_find(e, user, h_old, key_old, &found);
-	if (!found || e->tokens[slot_old].order == NONE) {
+	if (!found || !token_live(&e->tokens[slot_old])) {
 		e->st.ignored_dead++;
 		return;
 	}
@@ -672,4 +674,12 @@ void engine_get_stats(const struct engine *e, struct engine_stats *out)
 	out->orders_open = e->orders_open;
 	out->tokens = e->n_tokens;
 	out->users = e->n_users;
+}
+
+void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOLS])
+{
+	out[0] = (struct engine_pool){ "orders", e->orders_open, e->max_orders };
+	out[1] = (struct engine_pool){ "tokens", e->n_tokens, e->max_tokens };
+	out[2] = (struct engine_pool){ "levels", e->levels_used, e->level_cap };
+	out[3] = (struct engine_pool){ "users", e->n_users, e->max_users };
 }

@@ -27,8 +27,13 @@
  *  - Tokens are day-unique per user: an Enter, or a Replace whose replacement
  *    token, the user has already used (even on an order that has died, been
  *    replaced or been rejected) is silently ignored (OUCH 4.2: "ignored"),
- *    counted in ignored_duplicates. A Rejected Enter consumes its token (when
- *    the token table has room), so a resent copy is ignored, not re-rejected.
+ *    counted in ignored_duplicates. A Rejected Enter consumes its token, so a
+ *    resent copy is ignored, not re-rejected. The memory of dead tokens is
+ *    bounded: the table holds the live orders' tokens and the most recently
+ *    dead ones up to max_tokens; beyond, each new token makes the engine
+ *    forget the oldest dead one (tokens_forgotten), whose reuse is then taken
+ *    as new. max_tokens - max_orders is the horizon of duplicate detection,
+ *    in dead tokens; the token table never rejects an order.
  *  - Replace (OUCH 4.2): if the existing order is not live, or the replacement
  *    token was already used, the Replace is silently ignored (ignored_dead or
  *    ignored_duplicates). If the existing order is live but the replace is
@@ -87,7 +92,7 @@ struct engine_config {
 	size_t n_symbols;
 	uint32_t max_shares; /* shares per order, e.g. 1,000,000 */
 	uint32_t max_orders; /* open orders at once, e.g. 1 << 20 */
-	uint32_t max_tokens; /* tokens remembered for the day, e.g. 1 << 22 */
+	uint32_t max_tokens; /* tokens remembered, live and dead, > max_orders, e.g. 1 << 22 */
 	uint32_t max_levels; /* price levels per side per symbol, e.g. 1024 */
 	uint32_t max_users; /* distinct logins; 0 means 65536 */
 	/* Order reference and match numbers start at partition << 48 (plus 1),
@@ -154,16 +159,25 @@ struct engine_stats {
 	uint64_t ignored_duplicates; /* Enter/Replace with an already used token */
 	uint64_t ignored_dead; /* Replace/Modify of an unknown or dead order */
 	uint64_t ignored_invalid; /* Modify that OUCH ignores; unknown command kind */
-	uint64_t tokens; /* tokens remembered */
+	uint64_t tokens; /* tokens remembered (live and recently dead) */
+	uint64_t tokens_forgotten; /* dead tokens forgotten to make room */
 	uint64_t users; /* logins seen */
 	uint64_t messages; /* outbound messages */
 };
 
 void engine_get_stats(const struct engine *e, struct engine_stats *out);
 
+/* How full each pool is: in use, and the size the config gave. */
+struct engine_pool {
+	const char *name; /* "orders", "tokens", "levels", "users" */
+	uint64_t used, size;
+};
+enum { ENGINE_POOLS = 4 };
+void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOLS]);
+
 /* Checks the book's invariants and recomputes the state hash from scratch:
- * 0, or -EUCLEAN when something is inconsistent. O(open orders); for tests
- * and offline verification, not for the hot path. */
+ * 0, or -EUCLEAN when something is inconsistent. O(open orders + dead
+ * tokens); for tests and offline verification, not for the hot path. */
 int engine_verify(const struct engine *e);
 
 /* Snapshots: the whole state (orders in priority order per level, tokens,

@@ -84,7 +84,65 @@ uint32_t engine_book_live_order(struct engine *e, const char *login, const char 
 		return NONE;
 	token_key(key, token);
 	slot = token_find(e, user, token_hash(user, key), key, &found);
-	return found ? e->tokens[slot].order : NONE;
+	return found && token_live(&e->tokens[slot]) ? e->tokens[slot].order : NONE;
+}
+
+/* Slot `to` (empty) takes the token in slot `from`; its order or its dead
+ * ring entry follows. */
+static void token_move(struct engine *e, uint32_t from, uint32_t to)
+{
+	struct token_slot *t = &e->tokens[to];
+
+	*t = e->tokens[from];
+	if (token_live(t))
+		e->orders[t->order].tok = to;
+	else
+		e->dead[t->order & ~TOKEN_DEAD] = to;
+}
+
+/* 1 when slot j's token, whose search starts at home, may move back to the
+ * hole at i: home does not lie cyclically in (i, j]. */
+static int may_fill(uint32_t i, uint32_t j, uint32_t home)
+{
+	return i <= j ? (home <= i || home > j) : (home <= i && home > j);
+}
+
+/* Deletes the token in slot i by backward shift (linear probing keeps no
+ * tombstones): each later token of the run whose search would pass the hole
+ * moves into it. */
+static void token_delete(struct engine *e, uint32_t i)
+{
+	uint32_t j = i;
+
+	for (;;) {
+		const struct token_slot *t;
+
+		if (++j == e->token_cap)
+			j = 0;
+		t = &e->tokens[j];
+		if (t->user == 0)
+			break;
+		if (may_fill(i, j, token_home(e, token_hash(t->user, t->token)))) {
+			token_move(e, j, i);
+			i = j;
+		}
+	}
+	memset(&e->tokens[i], 0, sizeof(e->tokens[i]));
+	e->n_tokens--;
+}
+
+void engine_book_token_room(struct engine *e)
+{
+	uint32_t slot;
+
+	if (e->n_tokens < e->max_tokens || e->n_dead == 0)
+		return;
+	slot = e->dead[e->dead_head];
+	if (++e->dead_head == e->max_tokens)
+		e->dead_head = 0;
+	e->n_dead--;
+	token_delete(e, slot);
+	e->st.tokens_forgotten++;
 }
 
 /* --- state hash ---------------------------------------------------------- */
@@ -238,6 +296,7 @@ uint32_t engine_book_level(struct engine *e, uint32_t sym, int side, uint32_t pr
 	a[i].key = key;
 	a[i].level = li;
 	(*n)++;
+	e->levels_used++;
 	return li;
 }
 
@@ -252,6 +311,7 @@ static void level_drop(struct engine *e, uint32_t sym, int side, uint32_t li)
 		i = lower_bound(a, *n, price_key(side, e->levels[li].price));
 	memmove(&a[i], &a[i + 1], (size_t)(*n - i - 1) * sizeof(*a));
 	(*n)--;
+	e->levels_used--;
 	e->levels[li].next_free = e->level_free;
 	e->level_free = li;
 }
@@ -284,7 +344,7 @@ void engine_book_order_release(struct engine *e, uint32_t oi)
 	struct order *o = &e->orders[oi];
 	struct user *u = &e->users[o->user];
 
-	e->tokens[o->tok].order = NONE;
+	token_kill(e, o->tok);
 	if (o->uprev != NONE)
 		e->orders[o->uprev].unext = o->unext;
 	else
@@ -394,6 +454,30 @@ static int verify_level(const struct engine *e, uint32_t sym, int side, uint32_t
 	return 0;
 }
 
+/* Every entry of the dead ring names a dead token that names it back, and
+ * each can still be found from its home slot. */
+static int verify_dead(const struct engine *e)
+{
+	uint32_t at = e->dead_head;
+
+	if (e->n_dead > e->n_tokens || e->n_tokens > e->max_tokens)
+		return -EUCLEAN;
+	for (uint32_t k = 0; k < e->n_dead; k++) {
+		const struct token_slot *t = &e->tokens[e->dead[at]];
+		uint32_t slot;
+		int found;
+
+		if (t->user == 0 || t->order != (TOKEN_DEAD | at))
+			return -EUCLEAN;
+		slot = token_find(e, t->user, token_hash(t->user, t->token), t->token, &found);
+		if (!found || slot != e->dead[at])
+			return -EUCLEAN;
+		if (++at == e->max_tokens)
+			at = 0;
+	}
+	return 0;
+}
+
 int engine_verify(const struct engine *e)
 {
 	uint64_t hash = 0;
@@ -421,7 +505,8 @@ int engine_verify(const struct engine *e)
 		if (heap_less(e, e->heap[i], e->heap[(i - 1) / 2]))
 			return -EUCLEAN;
 	}
-	if (count != e->orders_open || listed != count || hash != e->book_hash)
+	if (count != e->orders_open || listed != count || hash != e->book_hash ||
+	    verify_dead(e) != 0 || e->n_tokens != e->n_dead + count)
 		return -EUCLEAN;
 	return 0;
 }
@@ -433,7 +518,7 @@ static int check_config(const struct engine_config *cfg)
 	if (!cfg || !cfg->symbols || cfg->n_symbols == 0 || cfg->n_symbols > (1u << 24))
 		return -EINVAL;
 	if (cfg->max_shares == 0 || cfg->max_orders == 0 || cfg->max_orders >= (1u << 31) ||
-	    cfg->max_tokens == 0 || cfg->max_tokens >= (1u << 31) || cfg->max_levels == 0 ||
+	    cfg->max_tokens <= cfg->max_orders || cfg->max_tokens >= (1u << 31) || cfg->max_levels == 0 ||
 	    cfg->max_levels > (1u << 24) || cfg->max_users >= (1u << 30) || cfg->partition > 0xffff)
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_symbols; i++) {
@@ -466,18 +551,21 @@ static int alloc_tables(struct engine *e, const struct engine_config *cfg)
 
 	e->sym_mask = pow2_at_least(2 * (uint64_t)cfg->n_symbols) - 1;
 	e->user_mask = pow2_at_least(2 * (uint64_t)e->max_users) - 1;
-	e->token_cap = e->max_tokens + e->max_tokens / 4 + 1;
+	/* at most 2/3 full: a search for an absent token probes ~5 slots */
+	e->token_cap = e->max_tokens + e->max_tokens / 2 + 1;
 	e->syms = alloc_zeroed(cfg->n_symbols, sizeof(*e->syms));
 	e->sym_slots = alloc_zeroed((size_t)e->sym_mask + 1, sizeof(*e->sym_slots));
 	e->orders = alloc_zeroed(e->max_orders, sizeof(*e->orders));
+	e->level_cap = (uint32_t)n_levels;
 	e->levels = alloc_zeroed(n_levels, sizeof(*e->levels));
 	e->lv = alloc_zeroed(n_lv, sizeof(*e->lv));
 	e->tokens = alloc_zeroed(e->token_cap, sizeof(*e->tokens));
+	e->dead = alloc_zeroed(e->max_tokens, sizeof(*e->dead));
 	e->users = alloc_zeroed((size_t)e->max_users + 1, sizeof(*e->users));
 	e->user_slots = alloc_zeroed((size_t)e->user_mask + 1, sizeof(*e->user_slots));
 	e->heap = alloc_zeroed(e->max_orders, sizeof(*e->heap));
 	if (!e->syms || !e->sym_slots || !e->orders || !e->levels || !e->lv || !e->tokens ||
-	    !e->users || !e->user_slots || !e->heap)
+	    !e->dead || !e->users || !e->user_slots || !e->heap)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < e->max_orders; i++)
 		e->orders[i].next = i + 1 < e->max_orders ? i + 1 : NONE;
@@ -544,6 +632,7 @@ void engine_destroy(struct engine *e)
 	free(e->heap);
 	free(e->user_slots);
 	free(e->users);
+	free(e->dead);
 	free(e->tokens);
 	free(e->lv);
 	free(e->levels);

@@ -13,9 +13,14 @@
  *    non-displayed); per symbol and side a sorted array of (key, level) with
  *    the best price last, so that matching pops from the end. The key is the
  *    price for bids and ~price for asks, so both arrays ascend.
- *  - tokens: an open-addressing table of (user, token) -> order, never
- *    deleted from during the day (day-unique tokens); a slot's index is
- *    stable, and an order refers to its token by slot.
+ *  - tokens: an open-addressing table (linear probing) of (user, token) ->
+ *    order: the live orders' tokens and the most recently dead ones, at most
+ *    max_tokens in all. A dead token (its order canceled, filled, replaced,
+ *    or its Enter rejected) joins the `dead` ring, oldest first; when the
+ *    table is full the oldest dead token is forgotten (deleted by backward
+ *    shift), so the table never fills and a day of any length runs in the
+ *    memory the config gives. A slot moves only when a deletion shifts it,
+ *    and then its order's `tok` or its ring entry follows it.
  *  - users and symbols: small open-addressing tables.
  *  - expiry: a binary min-heap of orders with a TIF in seconds, keyed by
  *    (expiry time, order reference number); each order knows its position.
@@ -69,11 +74,14 @@ struct lvl_ent {
 	uint32_t level;
 };
 
+/* token_slot.order of a dead token: TOKEN_DEAD | its place in the dead ring */
+#define TOKEN_DEAD 0x80000000u
+
 struct token_slot {
 	char token[OUCH_TOKEN_LEN]; /* NUL-padded, not terminated */
 	uint16_t fp; /* fingerprint: bits of the hash */
 	uint32_t user; /* 0: empty slot */
-	uint32_t order; /* NONE once the order died (or was rejected) */
+	uint32_t order; /* the live order, or TOKEN_DEAD | dead ring index */
 };
 
 struct user {
@@ -100,11 +108,13 @@ struct engine {
 	uint32_t order_free, orders_open;
 
 	struct level *levels;
-	uint32_t level_free;
+	uint32_t level_free, level_cap, levels_used;
 	struct lvl_ent *lv; /* n_symbols * 2 * max_levels */
 
 	struct token_slot *tokens;
 	uint32_t token_cap, n_tokens;
+	uint32_t *dead; /* ring of max_tokens slots: dead tokens, oldest first */
+	uint32_t dead_head, n_dead;
 
 	struct user *users; /* [0] unused */
 	uint32_t *user_slots; /* user id, 0 empty */
@@ -213,7 +223,25 @@ static inline uint32_t token_find(const struct engine *e, uint32_t user, uint64_
 	}
 }
 
-/* Fills the empty slot that token_find() gave. */
+static inline int token_live(const struct token_slot *t)
+{
+	return !(t->order & TOKEN_DEAD);
+}
+
+/* The token in `slot` is dead from now on: the newest in the dead ring. */
+static inline void token_kill(struct engine *e, uint32_t slot)
+{
+	uint32_t at = e->dead_head + e->n_dead;
+
+	if (at >= e->max_tokens)
+		at -= e->max_tokens;
+	e->dead[at] = slot;
+	e->n_dead++;
+	e->tokens[slot].order = TOKEN_DEAD | at;
+}
+
+/* Fills the empty slot that token_find() gave: with a live order, or with
+ * NONE for a dead token (a rejected Enter's). */
 static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, uint64_t h,
 				const char key[OUCH_TOKEN_LEN], uint32_t order)
 {
@@ -224,7 +252,14 @@ static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, 
 	t->user = user;
 	t->order = order;
 	e->n_tokens++;
+	if (order == NONE)
+		token_kill(e, slot);
 }
+
+/* Before a command that may add a token: when the table holds max_tokens,
+ * the oldest dead token is forgotten (engine_book.c). Slots found before
+ * this call may have moved. */
+void engine_book_token_room(struct engine *e);
 
 /* --- the book (engine_book.c) --------------------------------------------- */
 
@@ -251,7 +286,7 @@ uint32_t engine_book_level(struct engine *e, uint32_t sym, int side, uint32_t pr
 /* A pool slot for a new order of the user, at the end of the user's list;
  * the pool must not be empty. */
 uint32_t engine_book_order_alloc(struct engine *e, uint32_t user);
-/* The order is dead: its token stays used, its slot is free. */
+/* The order is dead: its token joins the dead ring, its slot is free. */
 void engine_book_order_release(struct engine *e, uint32_t oi);
 
 /* Puts the order at the back of its price level with the next priority;

@@ -14,13 +14,15 @@
  *   symbols: u64 packed name each (must equal the configuration's, in order),
  *   users: u64 packed login each, in id order (ids, and so token hashes,
  *     come out identical),
- *   tokens: { u32 user, u32 live, char token[14], u16 pad } each, in slot order,
+ *   tokens: { u32 user, u32 live, char token[14], u16 pad } each: the live
+ *     ones in slot order, then the dead ones oldest first (the order in
+ *     which they will be forgotten),
  *   orders: in book order (symbol, side, level ascending key, displayed queue
  *     then hidden, head to tail) as struct snap_order,
  *   per user (id order): u32 count, then u32 order indices (into the order
  *     list) in the user's entry order (CANCEL_ALL's order). */
 #define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
-#define ENGINE_SNAP_VERSION 1u
+#define ENGINE_SNAP_VERSION 2u /* 2: dead tokens in age order, tokens_forgotten */
 
 struct snap_head {
 	uint32_t magic, version, n_symbols, n_users;
@@ -44,7 +46,7 @@ struct snap_order {
 };
 
 #define SNAP_CHUNK 512
-#define LIVE_PENDING (NONE - 1) /* a live token whose order is not loaded yet */
+#define LIVE_PENDING (TOKEN_DEAD - 1) /* a live token whose order is not loaded yet */
 
 /* --- writing ------------------------------------------------------------------ */
 
@@ -105,23 +107,35 @@ static int snap_write_head(const struct engine *e, struct snap_out *out)
 	return 0;
 }
 
+/* One token into the chunk tb. */
+static int snap_put_token(struct snap_out *out, struct snap_token *tb, const struct token_slot *t)
+{
+	struct snap_token *st = &tb[out->n];
+
+	memset(st, 0, sizeof(*st));
+	st->user = t->user;
+	st->live = token_live(t);
+	memcpy(st->token, t->token, OUCH_TOKEN_LEN);
+	return chunk_add(out, tb, sizeof(tb[0]));
+}
+
 static int snap_write_tokens(const struct engine *e, struct snap_out *out)
 {
 	struct snap_token tb[SNAP_CHUNK];
+	uint32_t at = e->dead_head;
 	int r;
 
 	for (uint32_t i = 0; i < e->token_cap; i++) {
 		const struct token_slot *t = &e->tokens[i];
-		struct snap_token *st = &tb[out->n];
 
-		if (t->user == 0)
-			continue;
-		memset(st, 0, sizeof(*st));
-		st->user = t->user;
-		st->live = t->order != NONE;
-		memcpy(st->token, t->token, OUCH_TOKEN_LEN);
-		if ((r = chunk_add(out, tb, sizeof(tb[0]))) < 0)
+		if (t->user != 0 && token_live(t) && (r = snap_put_token(out, tb, t)) < 0)
 			return r;
+	}
+	for (uint32_t k = 0; k < e->n_dead; k++) {
+		if ((r = snap_put_token(out, tb, &e->tokens[e->dead[at]])) < 0)
+			return r;
+		if (++at == e->max_tokens)
+			at = 0;
 	}
 	return chunk_flush(out, tb, sizeof(tb[0]));
 }

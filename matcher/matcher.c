@@ -380,8 +380,13 @@ static int open_tape_rx(struct matcher *m)
 static int open_engine(struct matcher *m, struct engine_config *ec)
 {
 	const struct matcher_config *cfg = m->cfg;
+	char why[256];
 	int err;
 
+	if ((err = matcher_config_check(cfg, why, sizeof(why))) < 0) {
+		log_err("%s", why);
+		return err;
+	}
 	m->symbol_store = malloc(sizeof(cfg->symbols));
 	if (!m->symbol_store)
 		return -ENOMEM;

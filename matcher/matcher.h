@@ -40,6 +40,9 @@ struct matcher_config {
 
 /* The [node] and [matcher] keys (matcher/config.c). */
 extern const struct config_spec matcher_config_spec;
+/* Checks across keys (--check-config, and before the matcher opens): 0, or
+ * -EINVAL with err saying what is wrong. */
+int matcher_config_check(const void *cfg, char *err, size_t errlen);
 
 struct matcher;
 

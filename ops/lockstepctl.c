@@ -60,6 +60,18 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* " pools: orders 12/1048576 (0.0%), ...": how full each pool is. */
+static void print_pools(const Lockstep__ControlReply *r)
+{
+	for (size_t i = 0; i < r->n_pools; i++) {
+		const Lockstep__Pool *p = r->pools[i];
+
+		printf("%s%s %llu/%llu (%.1f%%)", i ? ", " : " pools: ", p->name,
+		       (unsigned long long)p->used, (unsigned long long)p->size,
+		       p->size ? 100.0 * (double)p->used / (double)p->size : 0.0);
+	}
+}
+
 static void print_status(const Lockstep__ControlReply *r, int json)
 {
 	if (json) {
@@ -80,6 +92,15 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 			printf(", \"ouch\": ");
 			json_str(r->ouch);
 		}
+		for (size_t i = 0; i < r->n_pools; i++) {
+			printf("%s", i ? ", " : ", \"pools\": {");
+			json_str(r->pools[i]->name);
+			printf(": {\"used\": %llu, \"size\": %llu}",
+			       (unsigned long long)r->pools[i]->used,
+			       (unsigned long long)r->pools[i]->size);
+		}
+		if (r->n_pools)
+			putchar('}');
 		if (r->message && r->message[0]) {
 			printf(", \"message\": ");
 			json_str(r->message);
@@ -95,6 +116,7 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 		       (unsigned long long)r->hash, (unsigned long long)r->snapshot_seq);
 	if (r->ouch && r->ouch[0])
 		printf(" ouch=%s", r->ouch);
+	print_pools(r);
 	if (r->message && r->message[0])
 		printf(" (%s)", r->message);
 	putchar('\n');

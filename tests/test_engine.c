@@ -881,14 +881,64 @@ START_TEST(pool_exhaustion)
 	apply(cxl("u1", "a", 0));
 	apply(enter_full("u2", "F2", "h", 'B', 50, "AAPL", P(10, 1), OUCH_TIF_IOC, 'Y', 0));
 	n_msgs(3);
-	/* tokens: a b c d e f h used (7 of 8) */
+	/* tokens: a b c d e f h remembered (7 of 8); dead, oldest first: c e f a h */
 	rest(lim("u2", "F2", "i", 'B', 10, P(9, 0)));
+	ck_assert_uint_eq(stats().tokens, 8);
+	/* a full token table forgets its oldest dead token (c); j is rejected
+	 * for the order pool, not for the tokens */
 	apply(lim("u2", "F2", "j", 'B', 10, P(9, 0)));
 	rejected(0, "u2", "j", OUCH_REJ_OTHER);
-	/* full token table: a replace cancels the existing order */
+	ck_assert_uint_eq(stats().tokens_forgotten, 1);
+	/* a replace still finds room (e is forgotten) */
 	apply(replace("u2", "i", "k", 5, P(9, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
-	canceled(0, "u2", "i", 10, OUCH_CXL_SYSTEM);
+	replaced(0, "u2", "k", "i", 5, P(9, 0));
 	ck_assert_uint_eq(stats().tokens, 8);
+	ck_assert_uint_eq(stats().tokens_forgotten, 2);
+	/* j, dead but remembered, is a duplicate; c, forgotten, is new again */
+	apply(lim("u2", "F2", "j", 'B', 10, P(9, 0)));
+	n_msgs(0);
+	apply(lim("u1", "F1", "c", 'S', 100, P(10, 2)));
+	rejected(0, "u1", "c", OUCH_REJ_OTHER);
+	ck_assert_uint_eq(stats().tokens_forgotten, 3);
+	ck_assert_int_eq(engine_verify(E), 0);
+}
+END_TEST
+
+/* A day far longer than the token table: 200,000 orders through a table of
+ * 64 tokens, every one accepted; the most recent dead tokens are still
+ * duplicates, the old ones are forgotten, and the book stays consistent. */
+START_TEST(tokens_bounded)
+{
+	char tok[OUCH_TOKEN_LEN + 1];
+	const uint32_t n = 200000;
+
+	engine_destroy(E);
+	setup_with(16, 64, 8, 4);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(tok, sizeof(tok), "T%08u", i);
+		apply(lim("u1", "F1", tok, i % 2 ? 'S' : 'B', 100, P(10, i % 2 ? 5 : 0)));
+		accepted(0, "u1", tok);
+		if (i % 3 == 0) /* a third stay until later */
+			continue;
+		apply(cxl("u1", tok, 0));
+		canceled(0, "u1", tok, 100, OUCH_CXL_USER);
+		if (i % 3 == 2) {
+			snprintf(tok, sizeof(tok), "T%08u", i - 2);
+			apply(cxl("u1", tok, 0));
+		}
+		if (i % 4096 == 0)
+			ck_assert_int_eq(engine_verify(E), 0);
+	}
+	ck_assert_uint_eq(stats().accepted, n);
+	ck_assert_uint_le(stats().tokens, 64);
+	ck_assert_uint_ge(stats().tokens_forgotten, n - 64);
+	/* the last token died a moment ago: still a duplicate */
+	apply(lim("u1", "F1", tok, 'B', 100, P(10, 0)));
+	n_msgs(0);
+	ck_assert_uint_eq(stats().ignored_duplicates, 1);
+	/* the first one is long forgotten: new again */
+	apply(lim("u1", "F1", "T00000000", 'B', 100, P(10, 0)));
+	accepted(0, "u1", "T00000000");
 	ck_assert_int_eq(engine_verify(E), 0);
 }
 END_TEST
@@ -900,12 +950,18 @@ START_TEST(bad_config)
 	const char *const longname[] = { "TOOLONGXX" };
 	struct engine_config cfg = {
 		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 8,
-		.max_tokens = 8, .max_levels = 8,
+		.max_tokens = 16, .max_levels = 8,
 	};
 
 	cfg.max_orders = 0;
 	ck_assert_int_eq(engine_create(&e, &cfg), -EINVAL);
+	/* the tokens must outnumber the orders: room for a dead one */
+	cfg.max_orders = 16;
+	ck_assert_int_eq(engine_create(&e, &cfg), -EINVAL);
 	cfg.max_orders = 8;
+	ck_assert_int_eq(engine_create(&e, &cfg), 0);
+	engine_destroy(e);
+	e = (struct engine *)&C;
 	cfg.symbols = dup;
 	cfg.n_symbols = 2;
 	ck_assert_int_eq(engine_create(&e, &cfg), -EINVAL);
@@ -1040,16 +1096,22 @@ static struct rcmd *gen_tape(size_t n, uint64_t seed)
 	return v;
 }
 
-static struct engine *rengine(void)
+static struct engine *rengine_with(uint32_t max_orders, uint32_t max_tokens)
 {
 	struct engine *e;
 	struct engine_config cfg = {
-		.symbols = rsyms, .n_symbols = R_SYMS, .max_shares = 1000000, .max_orders = 1u << 16,
-		.max_tokens = 1u << 19, .max_levels = 256, .max_users = 1024,
+		.symbols = rsyms, .n_symbols = R_SYMS, .max_shares = 1000000,
+		.max_orders = max_orders, .max_tokens = max_tokens, .max_levels = 256,
+		.max_users = 1024,
 	};
 
 	ck_assert_int_eq(engine_create(&e, &cfg), 0);
 	return e;
+}
+
+static struct engine *rengine(void)
+{
+	return rengine_with(1u << 16, 1u << 19);
 }
 
 static uint64_t run_tape(struct engine *e, const struct rcmd *v, size_t n, struct cap *c, size_t verify_every)
@@ -1240,11 +1302,11 @@ static uint64_t run_range(struct engine *e, const struct rcmd *v, size_t from, s
 
 /* A snapshot taken mid-tape, loaded into a fresh engine, gives the same hash,
  * and both engines then answer the rest of the tape message for message. */
-START_TEST(snapshot_round_trip)
+static void round_trip(uint32_t max_orders, uint32_t max_tokens)
 {
 	const size_t n = 60000, cut = 35000;
 	struct rcmd *v = gen_tape(n, 0x5eed5eedull);
-	struct engine *a = rengine(), *b = rengine(), *c;
+	struct engine *a = rengine_with(max_orders, max_tokens), *b = rengine_with(max_orders, max_tokens), *c;
 	struct cap ca = { 0 }, cb = { 0 };
 	struct membuf mb = { 0 };
 	struct engine_stats sa, sb;
@@ -1271,6 +1333,10 @@ START_TEST(snapshot_round_trip)
 	ck_assert_uint_eq(da, db);
 	ck_assert_uint_eq(engine_hash(a), engine_hash(b));
 	ck_assert_int_eq(engine_verify(b), 0);
+	engine_get_stats(a, &sa);
+	engine_get_stats(b, &sb);
+	ck_assert_uint_eq(sa.tokens_forgotten, sb.tokens_forgotten);
+	ck_assert_uint_eq(sa.ignored_duplicates, sb.ignored_duplicates);
 	/* another version, and a truncated stream, are refused */
 	mb.off = 0;
 	mb.p[4] ^= 0x7f;
@@ -1287,6 +1353,30 @@ START_TEST(snapshot_round_trip)
 	engine_destroy(b);
 	free(mb.p);
 	free(v);
+}
+
+START_TEST(snapshot_round_trip)
+{
+	round_trip(1u << 16, 1u << 19);
+}
+END_TEST
+
+/* The same with a token table that forgets all through the tape: the
+ * snapshot keeps the dead tokens' age order, so both engines forget the
+ * same ones afterwards. */
+START_TEST(snapshot_round_trip_forgetting)
+{
+	struct rcmd *v = gen_tape(60000, 0x5eed5eedull); /* first: it names the symbols */
+	struct engine *e = rengine_with(4096, 6000);
+	struct cap c = { 0 };
+	struct engine_stats st;
+
+	run_range(e, v, 0, 35000, &c);
+	engine_get_stats(e, &st);
+	ck_assert_uint_gt(st.tokens_forgotten, 1000);
+	engine_destroy(e);
+	free(v);
+	round_trip(4096, 6000);
 }
 END_TEST
 
@@ -1377,11 +1467,13 @@ int main(void)
 	tcase_add_test(tc, cancel_all);
 	tcase_add_test(tc, hash_tracks_state);
 	tcase_add_test(tc, pool_exhaustion);
+	tcase_add_test(tc, tokens_bounded);
 	tcase_add_test(tc, bad_config);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tr, 300);
 	tcase_add_test(tr, determinism_random_tape);
 	tcase_add_test(tr, snapshot_round_trip);
+	tcase_add_test(tr, snapshot_round_trip_forgetting);
 	tcase_add_test(tr, snapshot_million_orders);
 	suite_add_tcase(s, tr);
 	return testutil_run(s, 0);
