@@ -2,7 +2,8 @@
 # lockstep-bench works (no figure is asserted: speed is measured by
 # ops/bench, not tested): --help; each component on a small run; 1000
 # orders of the default mix through a fresh cluster, open loop, every one
-# answered, both sides of every match agreeing, the daemons' CPU time and
+# answered, both sides of every match agreeing, the daemons' CPU time, CPU
+# per order and losses (kernel UDP, each daemon's counters) reported and
 # the JSON written; the same through --baseline's relay and echo.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 skip_unless_built lockstep-bench
@@ -26,6 +27,16 @@ fi
 for n in gw-1 seq-1 matcher-1 matcher-2 bench; do
 	grep -q "^cpu: .* $n [0-9.]* s" "$T/load.out" || fail "no CPU time of $n: $(grep cpu "$T/load.out")"
 done
+for n in gw-1 seq-1 matcher-1 matcher-2; do
+	grep -Eq "^cpu/order: .* $n [0-9,]+ ns " "$T/load.out" ||
+		fail "no CPU per order of $n: $(grep cpu/order "$T/load.out")"
+	grep -Eq "^losses: .* $n (none|[a-z_]+ [0-9]+)" "$T/load.out" ||
+		fail "no losses of $n: $(grep losses "$T/load.out")"
+done
+grep -Eq '^cpu/order: .* total [0-9,]+ ns \(target 2,000\) over the 1,002 orders' "$T/load.out" ||
+	fail "no total CPU per order: $(grep cpu/order "$T/load.out")"
+grep -Eq '^kernel udp: +[0-9]+ receive-buffer drops, [0-9]+ send-buffer errors' "$T/load.out" ||
+	fail "no kernel udp line: $(grep -A3 '^cpu' "$T/load.out")"
 python3 - "$T/load.json" <<'PY' || fail "load.json: $(cat "$T/load.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -33,10 +44,19 @@ assert d["unanswered"] == 0 and sum(d["sent"].values()) == 1002, d
 assert d["latency_us"]["accepted"]["n"] == d["sent"]["enter"], d
 assert set(d["cpu_s"]) >= {"gw-1", "seq-1", "matcher-1", "matcher-2", "bench"}, d
 assert d["curve_us"]["accepted"][0][0] == 0, d
+daemons = {"gw-1", "seq-1", "matcher-1", "matcher-2"}
+c = d["cpu_ns_per_order"]
+assert set(c) >= daemons | {"total"} and d["measured_sent"] == 1002, d
+assert abs(c["total"] - sum(v for k, v in c.items() if k != "total")) <= len(c), c
+assert c["total"] > 0, c
+assert set(d["kernel_udp"]) == {"rcvbuf_errors", "sndbuf_errors", "in_errors"}, d["kernel_udp"]
+assert set(d["daemon_losses"]) >= daemons, d["daemon_losses"]
+for n, counters in d["daemon_losses"].items():
+    assert counters and "rxq_dropped" in counters, (n, counters)
 PY
 
 "$BENCH" --baseline --sessions 2 --orders 500 --rate 2000 --json "$T/base.json" >"$T/base.out" 2>&1 ||
 	{ cat "$T/base.out"; fail "baseline run"; }
 grep -q 'relay-1' "$T/base.out" || fail "no relay in: $(cat "$T/base.out")"
-grep -E '^(orders|throughput|latency order->Acc)' "$T/load.out" "$T/base.out" | sed 's/^/info: /'
+grep -E '^(orders|throughput|latency order->Acc|cpu/order|kernel udp|losses)' "$T/load.out" "$T/base.out" | sed 's/^/info: /'
 echo "ok: lockstep-bench --help, components, 1002 orders through a cluster and 1000 through the baseline"

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <netinet/in.h>
 
@@ -199,22 +200,40 @@ void report_png(const struct load *l, const struct load_figures *f);
 /* The --check-matches summary; 1 when a match is one-sided or disagrees. */
 int report_matches(void);
 
-/* ---- procs.c: CPU time of the daemons (/proc/PID/stat) --------------------------- */
+/* ---- procs.c: CPU time of the daemons (/proc/PID/stat and schedstat) ------------ */
 
 struct proc {
 	char name[32];
 	pid_t pid;
 	double cpu0, cpu1; /* user + system seconds at the start and end of the measurement */
+	uint64_t on_cpu0, on_cpu1; /* ns on a CPU (schedstat) at the same times */
+	int fine; /* on_cpu0 and on_cpu1 hold (a single thread, schedstat readable) */
 	int gone;
+	int in_cluster; /* a NODE.pid of --cluster: its control socket is DIR/NODE/NODE.ctl */
 };
 extern struct proc procs[MAX_PROCS];
 extern unsigned n_procs;
 
-void procs_add(const char *name, pid_t pid);
+/* The new entry, or NULL when the table is full or pid is not one. */
+struct proc *procs_add(const char *name, pid_t pid);
 /* --pids and --cluster: 0, or -1 with a message. */
 int procs_load(void);
 void procs_sample(int end);
+/* p's CPU time over the measurement, ns: schedstat's when fine, else
+ * stat's (a multiple of 10 ms); 0 once it is gone. */
+double procs_cpu_ns(const struct proc *p);
 double procs_self_cpu(void);
+
+/* ---- losses.c: what the run lost (/proc/net/snmp, the daemons' STATS) ------------ */
+
+/* Samples the machine's UDP counters and, with --cluster, each daemon's
+ * loss counters over its control socket: before the first order (end 0)
+ * and after the last answer (end 1). */
+void losses_sample(int end);
+/* The "kernel udp:" and "losses:" lines. */
+void losses_text(FILE *f);
+/* The "kernel_udp" and "daemon_losses" keys (a comma between them only). */
+void losses_json(FILE *f);
 
 /* ---- relay.c, echo.c, baseline.c: --baseline ------------------------------------- */
 

@@ -241,11 +241,13 @@ static uint64_t load_poll(struct load *l, struct pollfd *pf, int64_t wait_ns)
 
 /* The run: sending while the load lasts, then draining (every order
  * answered and every match seen from both sides, or --timeout after the
- * last order, or a second after an interrupt). */
+ * last order, or a second after an interrupt). The losses are sampled
+ * before the first order is planned: their control calls delay nothing. */
 static void load_loop(struct load *l)
 {
 	static struct pollfd pf[MAX_SESSIONS];
 
+	losses_sample(0);
 	l->start = l->now = mono_ns();
 	l->interval = l->closed_loop ? 0 : 1e9 / opt.rate;
 	measure_start = l->start + (uint64_t)(opt.warmup * 1e9);
@@ -285,6 +287,7 @@ static int load_finish(struct load *l)
 
 	procs_sample(1);
 	f.cpu_self = procs_self_cpu() - l->cpu_self0;
+	losses_sample(1);
 	end = counts.last_answer > measure_start ? counts.last_answer : l->now;
 	f.secs = (double)(end - measure_start) / 1e9;
 	f.wall = (double)(mono_ns() - measure_start) / 1e9;

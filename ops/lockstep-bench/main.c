@@ -5,8 +5,9 @@
  *    gateways as real OUCH sessions, open loop at a fixed offered rate (each
  *    request's latency counts from its planned send time, so a stall is not
  *    hidden), closed loop (--window) or flat out (--max); reports latency
- *    percentiles per outcome, throughput, the daemons' CPU time, and every
- *    request left without an answer (report.c);
+ *    percentiles per outcome, throughput, the daemons' CPU time in all and
+ *    per order (procs.c), what the run lost in kernel buffers and failed
+ *    sends (losses.c), and every request left without an answer (report.c);
  *  - --baseline: the same load through a trivial relay with the same hops
  *    (client -TCP-> relay -UDP-> echo -UDP-> relay -TCP-> client), the
  *    processes forked here (--relay and --echo run one by hand: relay.c,
@@ -55,7 +56,11 @@ static void usage(FILE *f)
 	      "the tape) through running lockstep gateways as real OUCH sessions, and reports\n"
 	      "the latency from each order's planned send time to its answer, per outcome\n"
 	      "(Accepted, Executed, Canceled, Replaced), the throughput offered and achieved,\n"
-	      "the CPU time of each daemon, and every order without an answer (must be none).\n"
+	      "the CPU time of each daemon in all and per order sent (cpu/order: ns over the\n"
+	      "Enters, Cancels and Replaces sent after the warm-up, and the daemons' total),\n"
+	      "the machine's UDP receive-buffer drops and send-buffer errors over the run\n"
+	      "(kernel udp), each daemon's drop and send-error counters (losses, with\n"
+	      "--cluster), and every order without an answer (must be none).\n"
 	      "\n"
 	      "Load:\n"
 	      "  -c, --connect H:P[,H:P]  gateways; sessions are spread over them\n"
@@ -80,13 +85,15 @@ static void usage(FILE *f)
 	      "  -m, --check-matches      both sides of every match must be answered once each,\n"
 	      "                           with the same shares and price (bench only trader)\n"
 	      "      --cluster DIR        report the CPU time of the daemons whose DIR/*.pid\n"
-	      "                           ops/cluster wrote\n"
-	      "      --pids NAME=PID,...  ... or of these processes\n"
+	      "                           ops/cluster wrote, and the losses each counts (its\n"
+	      "                           control socket DIR/NODE/NODE.ctl)\n"
+	      "      --pids NAME=PID,...  ... or the CPU time of these processes\n"
 	      "      --baseline           run the load through relays forked here (one per\n"
 	      "                           --connect address) and an echo instead of a cluster\n"
 	      "      --spin               the relays and the echo spin instead of sleeping\n"
 	      "                           (a core each; the daemons sleep in epoll)\n"
-	      "  -j, --json FILE          also write the results as JSON\n"
+	      "  -j, --json FILE          also write the results as JSON (cpu_ns_per_order,\n"
+	      "                           kernel_udp, daemon_losses and more: man page)\n"
 	      "      --png FILE           and the latency percentile curves (gnuplot)\n"
 	      "  -q, --quiet              (accepted for compatibility; the report is short)\n"
 	      "\n"

@@ -1,6 +1,9 @@
-/* lockstep-bench: the CPU time of the daemons (/proc/PID/stat, from --pids
- * or the NODE.pid files of --cluster) and of the bench itself, sampled at the
- * start and the end of the measurement. */
+/* lockstep-bench: the CPU time of the daemons (from --pids or the NODE.pid
+ * files of --cluster) and of the bench itself, sampled at the start and the
+ * end of the measurement: /proc/PID/stat's utime + stime (in 1/CLK_TCK
+ * ticks, 10 ms) and, for a single-threaded process, /proc/PID/schedstat's
+ * time on a CPU (in ns), which is the finer and is used when it was read at
+ * both ends. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,36 +18,63 @@
 struct proc procs[MAX_PROCS];
 unsigned n_procs;
 
-static double proc_cpu(pid_t pid)
+/* Reads the first line of a /proc file into buf: 0, or -1. */
+static int proc_read(const char *path, char *buf, size_t size)
 {
-	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
-	/* after "pid (comm) ": state is field 3, utime 14, stime 15 */
+	return 0;
+}
+
+/* pid's user + system seconds (/proc/PID/stat) and its threads; -1 when
+ * it cannot be read (the process is gone). */
+static double proc_cpu(pid_t pid, long *threads)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (proc_read(path, buf, sizeof(buf)) < 0)
+		return -1;
+	/* after "pid (comm) ": state is field 3, utime 14, stime 15, num_threads 20 */
 	if (!(p = strrchr(buf, ')')) ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %ld",
+		   &ut, &st, threads) != 3)
 		return -1;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-void procs_add(const char *name, pid_t pid)
+/* The ns pid's main thread has spent on a CPU (/proc/PID/schedstat, first
+ * field: the process's own when it has one thread); 0 when unreadable
+ * (a kernel without CONFIG_SCHEDSTATS). */
+static uint64_t proc_on_cpu(pid_t pid)
+{
+	char path[64], buf[256];
+	unsigned long long ns = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	if (proc_read(path, buf, sizeof(buf)) < 0 || sscanf(buf, "%llu", &ns) != 1)
+		return 0;
+	return ns;
+}
+
+struct proc *procs_add(const char *name, pid_t pid)
 {
 	if (n_procs == MAX_PROCS || pid <= 0)
-		return;
+		return NULL;
 	/* a longer name is cut to fit */
 	snprintf(procs[n_procs].name, sizeof(procs[n_procs].name), "%.*s",
 		 (int)sizeof(procs[n_procs].name) - 1, name);
-	procs[n_procs++].pid = pid;
+	procs[n_procs].pid = pid;
+	return &procs[n_procs++];
 }
 
 static int proc_cmp(const void *a, const void *b)
@@ -87,8 +117,10 @@ int procs_load(void)
 			snprintf(path, sizeof(path), "%s/%s", opt.cluster_dir, e->d_name);
 			snprintf(name, sizeof(name), "%.*s", (int)(n - 4), e->d_name);
 			if ((f = fopen(path, "r"))) {
-				if (fscanf(f, "%d", &pid) == 1)
-					procs_add(name, (pid_t)pid);
+				struct proc *p;
+
+				if (fscanf(f, "%d", &pid) == 1 && (p = procs_add(name, (pid_t)pid)))
+					p->in_cluster = 1;
 				fclose(f);
 			}
 		}
@@ -101,15 +133,34 @@ int procs_load(void)
 void procs_sample(int end)
 {
 	for (unsigned i = 0; i < n_procs; i++) {
-		double c = proc_cpu(procs[i].pid);
+		struct proc *p = &procs[i];
+		long threads = 0;
+		double c = proc_cpu(p->pid, &threads);
+		uint64_t ns = threads == 1 ? proc_on_cpu(p->pid) : 0;
 
-		if (c < 0)
-			procs[i].gone = 1;
-		else if (end)
-			procs[i].cpu1 = c;
-		else
-			procs[i].cpu0 = c;
+		if (c < 0) {
+			p->gone = 1;
+			continue;
+		}
+		if (end) {
+			p->cpu1 = c;
+			p->on_cpu1 = ns;
+			p->fine = p->fine && ns >= p->on_cpu0;
+		} else {
+			p->cpu0 = c;
+			p->on_cpu0 = ns;
+			p->fine = ns > 0;
+		}
 	}
+}
+
+double procs_cpu_ns(const struct proc *p)
+{
+	if (p->gone)
+		return 0;
+	if (p->fine)
+		return (double)(p->on_cpu1 - p->on_cpu0);
+	return (p->cpu1 - p->cpu0) * 1e9;
 }
 
 double procs_self_cpu(void)

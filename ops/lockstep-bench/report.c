@@ -1,7 +1,7 @@
 /* lockstep-bench: the load's report: the counts, throughput, latency
- * percentiles and CPU times as text, the same as JSON (--json) with the
- * percentile curves, the curves plotted by gnuplot (--png), and the
- * --check-matches summary. */
+ * percentiles, CPU times and CPU per order (then losses.c's lines) as
+ * text, the same as JSON (--json) with the percentile curves, the curves
+ * plotted by gnuplot (--png), and the --check-matches summary. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -82,6 +82,58 @@ static void plot_png(const char *png, const char *title)
 		fprintf(stderr, PROG ": --png: gnuplot failed (is gnuplot-nox installed?)\n");
 }
 
+/* v rounded, with a comma between thousands, in buf (32 bytes). */
+static const char *thousands(double v, char *buf)
+{
+	char digits[32];
+	int n, k = 0;
+
+	n = snprintf(digits, sizeof(digits), "%.0f", v < 0 ? 0 : v);
+	for (int i = 0; i < n; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = digits[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+/* The target of the whole path (issue 14): CPU ns per order. */
+#define CPU_NS_PER_ORDER_TARGET 2000
+
+/* Each daemon's CPU time over the orders sent after the warm-up (Enter,
+ * Cancel and Replace: the commands it was given to handle), and theirs in
+ * all; a figure from /proc/PID/stat's 10 ms ticks says so. */
+static void text_cpu_per_order(void)
+{
+	double n = (double)counts.measured_sent, total = 0;
+	char a[32], b[32];
+
+	if (!n_procs)
+		return;
+	printf("cpu/order:  ");
+	if (!counts.measured_sent) {
+		printf(" no order sent after the warm-up\n");
+		return;
+	}
+	for (unsigned i = 0; i < n_procs; i++) {
+		double ns = procs_cpu_ns(&procs[i]);
+
+		if (procs[i].gone) {
+			printf(" %s exited ", procs[i].name);
+			continue;
+		}
+		total += ns;
+		printf(" %s %s ns%s ", procs[i].name, thousands(ns / n, a),
+		       procs[i].fine ? "" : " (10 ms ticks)");
+	}
+	printf("total %s ns", thousands(total / n, a));
+	if (!opt.baseline)
+		printf(" (target %s)", thousands(CPU_NS_PER_ORDER_TARGET, b));
+	printf(" over the %s orders sent after the warm-up (Enter+Cancel+Replace)\n",
+	       thousands(n, a));
+}
+
 void report_text(const struct load *l, const struct load_figures *f)
 {
 	uint64_t ans_enter = counts.accepted + counts.rejected;
@@ -121,10 +173,31 @@ void report_text(const struct load *l, const struct load_figures *f)
 			hist_print(&hists[h], stdout, h_labels[h], 1000.0);
 	printf("cpu:        ");
 	for (unsigned i = 0; i < n_procs; i++)
-		printf(" %s %.2f s (%.0f%%)%s", procs[i].name, procs[i].cpu1 - procs[i].cpu0,
-		       100 * (procs[i].cpu1 - procs[i].cpu0) / (f->wall > 0 ? f->wall : 1),
+		printf(" %s %.2f s (%.0f%%)%s", procs[i].name, procs_cpu_ns(&procs[i]) / 1e9,
+		       100 * procs_cpu_ns(&procs[i]) / 1e9 / (f->wall > 0 ? f->wall : 1),
 		       procs[i].gone ? " (exited)" : "");
 	printf(" bench %.2f s (%.0f%%)\n", f->cpu_self, 100 * f->cpu_self / (f->wall > 0 ? f->wall : 1));
+	text_cpu_per_order();
+	losses_text(stdout);
+}
+
+/* "cpu_ns_per_order": each daemon's and the total, as the text has them
+ * (no daemon that exited; empty when no order was measured). */
+static void json_cpu_per_order(FILE *f)
+{
+	double n = (double)counts.measured_sent, total = 0;
+
+	fprintf(f, " \"measured_sent\": %llu, \"cpu_ns_per_order\": {",
+		(unsigned long long)counts.measured_sent);
+	for (unsigned i = 0; counts.measured_sent && i < n_procs; i++) {
+		if (procs[i].gone)
+			continue;
+		total += procs_cpu_ns(&procs[i]);
+		fprintf(f, "\"%s\": %.0f, ", procs[i].name, procs_cpu_ns(&procs[i]) / n);
+	}
+	if (counts.measured_sent && n_procs)
+		fprintf(f, "\"total\": %.0f", total / n);
+	fprintf(f, "},\n ");
 }
 
 int report_json(const struct load *l, const struct load_figures *fg)
@@ -176,8 +249,11 @@ int report_json(const struct load *l, const struct load_figures *fg)
 		fprintf(f, "%s\"%s\": %u", k ? ", " : "", mix_names[k], opt.mix[k]);
 	fprintf(f, "},\n \"cpu_s\": {");
 	for (unsigned i = 0; i < n_procs; i++)
-		fprintf(f, "\"%s\": %.3f, ", procs[i].name, procs[i].cpu1 - procs[i].cpu0);
-	fprintf(f, "\"bench\": %.3f}, \"wall_s\": %.3f}\n", fg->cpu_self, fg->wall);
+		fprintf(f, "\"%s\": %.3f, ", procs[i].name, procs_cpu_ns(&procs[i]) / 1e9);
+	fprintf(f, "\"bench\": %.3f}, \"wall_s\": %.3f,\n", fg->cpu_self, fg->wall);
+	json_cpu_per_order(f);
+	losses_json(f);
+	fprintf(f, "}\n");
 	fclose(f);
 	return 0;
 }
