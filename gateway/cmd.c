@@ -190,6 +190,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 		g->cmd.resend_base = ev_now(g->loop);
 	g->cmd.next++;
 	g->st.cmds_sent++;
+	gw_flow_sent(g, g->cmd.next - 1, cmd->partition);
 	return 0;
 }
 

@@ -71,6 +71,8 @@ static void exec_block(struct gw_part *x, uint64_t seq, const uint8_t *data, uin
 				x->index, seq, len);
 		return;
 	}
+	/* whosever it is, it says how far the partition has applied the tape */
+	gw_flow_on_exec(g, x->index, wire_get_u64(data));
 	l = gw_login_find(&g->logins, data + 8, WIRE_USER_LEN);
 	if (!l) {
 		g->st.exec_foreign++;

@@ -93,6 +93,12 @@ const struct config_key gw_config_keys[] = {
 	  1, NULL, "loss generator for tests: fraction of received datagrams thrown away" },
 	GWU(drop_seed, "1", 0, 0, "loss generator seed: the same seed loses the same packets"),
 	GWU(max_sessions, "1024", 1, 1000000, "simultaneous client connections"),
+	GWU(max_in_flight, "8192", 16, 1 << 24,
+	    "commands in flight (sent, not yet applied by their partition's matcher): at this "
+	    "many the sessions are not read until half have been answered"),
+	{ "gateway", "flow_stall", CONFIG_DURATION, offsetof(struct gw_config, flow_stall), 0,
+	  "2s", 1e6, 600e9, NULL,
+	  "a full window that sees no progress this long is taken as answered (flow_stalls)" },
 	GWZ(max_datagram, "1472", 64, 65507, "largest datagram sent"),
 	GWU(send_batch, "64", 1, 1024,
 	    "datagrams per sendmmsg (each command datagram counts once, whatever the sequencers)"),
@@ -270,6 +276,7 @@ static void gw_pools(const struct gw *g, Lockstep__ControlReply *reply)
 
 	pools_reset(&ps);
 	pools_add(&ps, "sessions", g->sess.n, g->cfg.max_sessions);
+	pools_add(&ps, "in_flight", gw_flow_in_flight(g), g->flow.window);
 	if (g->n_parts > 1)
 		pools_add(&ps, "tokens", gw_route_count(g->routes), g->cfg.max_tokens);
 	pools_reply(&ps, reply);
@@ -301,6 +308,10 @@ static void gw_stats_add(void *self, struct counters *out)
 	counters_add(out, "cmd_next", g->cmd.next, 1);
 	counters_add(out, "exec_next", g->exec.parts[0].exec.next, 1);
 	counters_add(out, "tokens", gw_route_count(g->routes), 1);
+	counters_add(out, "in_flight", gw_flow_in_flight(g), 1);
+	counters_add(out, "flow_pauses", g->flow.pauses, 0);
+	counters_add(out, "flow_paused_ns", g->flow.paused_ns, 0);
+	counters_add(out, "flow_stalls", g->flow.stalls, 0);
 	for (unsigned p = 1; p < g->n_parts; p++) {
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
 		counters_add(out, names[p], g->exec.parts[p].exec.next, 1);
@@ -352,7 +363,8 @@ static int open_parts(struct gw *g)
 	progress_load(g, pos);
 	memcpy(g->persisted, pos, sizeof(pos));
 	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + 2)) < 0 ||
-	    (rc = gw_cmd_open(g, pos[0])) < 0 || (rc = gw_tape_open(g, pos[1])) < 0)
+	    (rc = gw_cmd_open(g, pos[0])) < 0 || (rc = gw_flow_open(g)) < 0 ||
+	    (rc = gw_tape_open(g, pos[1])) < 0)
 		return rc;
 	return gw_session_listen(g);
 }
@@ -412,6 +424,7 @@ static void close_parts(struct gw *g)
 		ev_prepare_stop(g->loop, &g->prepare);
 	if (ev_is_active(&g->tick))
 		ev_timer_stop(g->loop, &g->tick);
+	gw_flow_close(g);
 	gw_cmd_close(g);
 	gw_tape_close(g);
 	gw_exec_close(g);

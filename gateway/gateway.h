@@ -60,6 +60,8 @@ struct gw_config {
 	double drop_rate; /* loss generator on every receive path, 0: off */
 	uint64_t drop_seed;
 	uint64_t max_sessions;
+	uint64_t max_in_flight; /* commands sent and not yet applied by their matcher */
+	uint64_t flow_stall; /* the window may stay full this long without progress */
 	uint64_t max_datagram;
 	uint64_t send_batch; /* datagrams per sendmmsg */
 	uint64_t recv_batch; /* datagrams per recvmmsg */

@@ -211,6 +211,22 @@ struct gw_exec {
 	int running; /* opened: a login added later leaves the streams' positions */
 };
 
+/* Flow control (flow.c only): the commands in flight. */
+struct gw_flow {
+	uint64_t window; /* [gateway] max_in_flight */
+	uint32_t cap; /* a power of two: commands the ring and each FIFO hold */
+	uint8_t *part; /* by command seq % cap: its partition */
+	uint64_t *tape_seq; /* per partition, a FIFO of cap tape seqs */
+	uint32_t head[GW_MAX_PARTITIONS], len[GW_MAX_PARTITIONS];
+	uint64_t passed[GW_MAX_PARTITIONS]; /* highest tape seq each has published */
+	uint64_t queued; /* the FIFOs' entries */
+	uint64_t seen; /* our highest command seen on the tape */
+	int paused; /* the sessions are not read */
+	ev_tstamp paused_at;
+	ev_timer stall;
+	uint64_t pauses, stalls, paused_ns;
+};
+
 struct gw {
 	struct ev_loop *loop;
 	struct gw_config cfg;
@@ -223,6 +239,7 @@ struct gw {
 	struct gw_cmd cmd;
 	struct gw_tape tape;
 	struct gw_sessions sess;
+	struct gw_flow flow;
 
 	ev_prepare prepare;
 	ev_timer tick;
@@ -331,5 +348,18 @@ void gw_stream_arm(struct gw *g);
 void gw_stream_stats(struct gw *g);
 /* Why addrlist_parse refused a list (rc), in buf. */
 const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max);
+
+/* flow.c: the window of commands in flight (see there) */
+int gw_flow_open(struct gw *g); /* after gw_cmd_open; 0 or -ENOMEM (logged) */
+void gw_flow_close(struct gw *g); /* accepts a gateway whose flow never opened */
+uint64_t gw_flow_in_flight(const struct gw *g);
+/* Command cmd_seq went to partition; may stop reading the sessions. */
+void gw_flow_sent(struct gw *g, uint64_t cmd_seq, unsigned partition);
+/* Our command origin_seq is on the tape at tape_seq. */
+void gw_flow_on_tape(struct gw *g, uint64_t origin_seq, uint64_t tape_seq);
+/* Partition p has published a block of the event at tape_seq. */
+void gw_flow_on_exec(struct gw *g, unsigned p, uint64_t tape_seq);
+/* session.c: stops (on) or resumes reading every session. */
+void gw_session_pause(struct gw *g, int on);
 
 #endif

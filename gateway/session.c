@@ -450,17 +450,39 @@ static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)
 	}
 }
 
+/* Handles the packets the parser holds, until it needs more bytes or flow
+ * control pauses the sessions (the rest waits in the buffer: see
+ * gw_session_pause). 1 to go on reading, 0 when the session is closing or
+ * paused. */
+static int session_take(struct gw_session *s)
+{
+	struct soup_packet pkt;
+	int rc;
+
+	while (s->state <= GW_SESS_ACTIVE && !s->gw->flow.paused &&
+	       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK)
+		handle_packet(s, &pkt);
+	if (s->state > GW_SESS_ACTIVE || s->gw->flow.paused)
+		return 0;
+	if (rc != SOUP_E_AGAIN) {
+		protocol_error(s, "bad packet", rc);
+		return 0;
+	}
+	return 1;
+}
+
 static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw_session *s = SESS_OF(w, rio);
 
 	(void)revents;
+	/* first what a pause left in the buffer */
+	if (!session_take(s))
+		return;
 	for (int i = 0; i < GW_READS_PER_EVENT && s->state <= GW_SESS_ACTIVE; i++) {
-		struct soup_packet pkt;
 		size_t room;
 		uint8_t *space = soup_parser_space(&s->parser, &room);
 		ssize_t n = room ? read(s->fd, space, room) : 0;
-		int rc;
 
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return;
@@ -473,16 +495,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		s->last_in = ev_now(loop);
 		soup_parser_feed(&s->parser, (size_t)n);
-		while (s->state <= GW_SESS_ACTIVE &&
-		       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK)
-			handle_packet(s, &pkt);
-		if (s->state > GW_SESS_ACTIVE)
-			return;
-		if (rc != SOUP_E_AGAIN) {
-			protocol_error(s, "bad packet", rc);
-			return;
-		}
-		if ((size_t)n < room)
+		if (!session_take(s) || (size_t)n < room)
 			return;
 	}
 }
@@ -597,6 +610,26 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_start(loop, w);
 }
 
+void gw_session_pause(struct gw *g, int on)
+{
+	ev_tstamp now = ev_now(g->loop);
+
+	for (struct gw_session *s = g->sess.list; s; s = s->next) {
+		if (s->state > GW_SESS_ACTIVE)
+			continue;
+		if (on) {
+			ev_io_stop(g->loop, &s->rio);
+		} else {
+			/* what the client sent meanwhile waited on us, not on it */
+			s->last_in = now;
+			ev_io_start(g->loop, &s->rio);
+			/* packets left in the buffer are taken at the next
+			 * iteration, even if the socket has nothing more */
+			ev_feed_event(g->loop, &s->rio, EV_READ);
+		}
+	}
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
@@ -636,7 +669,8 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_init(&s->rio, on_read, fd, EV_READ);
 		ev_io_init(&s->wio, on_write, fd, EV_WRITE);
 		ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
-		ev_io_start(loop, &s->rio);
+		if (!g->flow.paused) /* else gw_session_pause() starts it */
+			ev_io_start(loop, &s->rio);
 		ev_timer_start(loop, &s->timer);
 		s->next = g->sess.list;
 		if (g->sess.list)

@@ -60,9 +60,11 @@ static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t 
 		g->tape.commit = v.commit;
 	g->tape.last = seq;
 	g->tape.s.next = seq + 1;
-	if (v.origin_len == name_len && memcmp(v.origin, g->cfg.node.name, name_len) == 0 &&
-	    gw_cmd_pending(g, v.origin_seq))
-		ack_push(g, seq, v.origin_seq);
+	if (v.origin_len == name_len && memcmp(v.origin, g->cfg.node.name, name_len) == 0) {
+		gw_flow_on_tape(g, v.origin_seq, seq);
+		if (gw_cmd_pending(g, v.origin_seq))
+			ack_push(g, seq, v.origin_seq);
+	}
 	return 0;
 }
 

@@ -30,20 +30,20 @@ int matcher_exec_encode(uint8_t *block, uint64_t tape_seq, const char *user,
 	return len + (int)WIRE_EXEC_HDR_LEN;
 }
 
-/* Closes the packet being built: it is sent with the next flush. */
+/* Closes the packet being built: it is sent with the next flush, and no
+ * packet is open (pkt_slot == tx.n) until exec_begin_packet(). */
 static void exec_end_packet(struct matcher *m)
 {
 	m->tx.lens[m->pkt_slot] = mold_build_end(&m->pkt);
 	m->tx.addrs[m->pkt_slot] = m->exec_group;
+	m->pkt_slot = m->tx.n;
 	m->tx_count++;
 }
 
 void matcher_exec_flush(struct matcher *m)
 {
-	if (m->pkt_slot < m->tx.n) {
+	if (m->pkt_slot < m->tx.n)
 		exec_end_packet(m);
-		m->pkt_slot = m->tx.n;
-	}
 	if (m->tx_count == 0)
 		return;
 	int sent = net_batch_send(&m->tx, m->exec_fd, m->tx_count);
