@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <netlink/netlink.h>
@@ -609,12 +611,9 @@ int net_batch_recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
 	return n;
 }
 
-int net_batch_send(struct net_batch *b, int fd, unsigned count)
+/* Fills the message headers of slots [0, count). */
+static void batch_send_prepare(struct net_batch *b, unsigned count)
 {
-	unsigned sent = 0;
-
-	if (count > b->n)
-		return -EINVAL;
 	for (unsigned i = 0; i < count; i++) {
 		struct msghdr *h = &b->msgs[i].msg_hdr;
 		int has_dst = b->addrs[i].sin_family != 0;
@@ -626,20 +625,97 @@ int net_batch_send(struct net_batch *b, int fd, unsigned count)
 		h->msg_controllen = 0;
 		h->msg_flags = 0;
 	}
+}
+
+/* sendmmsg of slots [from, count) until the kernel stops taking them: the
+ * slots sent from `from`; *err is the error that stopped it (0: none). */
+static unsigned batch_send_from(struct net_batch *b, int fd, unsigned from, unsigned count,
+				int *err)
+{
+	unsigned sent = from;
+
+	*err = 0;
 	while (sent < count) {
 		int r = sendmmsg(fd, b->msgs + sent, count - sent, 0);
 
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK || sent > 0)
-				break;
-			return -errno;
+			*err = errno;
+			break;
 		}
 		if (r == 0)
 			break;
 		sent += (unsigned)r;
 	}
+	return sent - from;
+}
+
+int net_batch_send(struct net_batch *b, int fd, unsigned count)
+{
+	unsigned sent;
+	int err;
+
+	if (count > b->n)
+		return -EINVAL;
+	batch_send_prepare(b, count);
+	sent = batch_send_from(b, fd, 0, count, &err);
+	if (sent == 0 && err && err != EAGAIN && err != EWOULDBLOCK)
+		return -err;
+	return (int)sent;
+}
+
+static uint64_t mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits until fd can take a datagram (EAGAIN) or a moment (ENOBUFS), at
+ * most until `deadline`; 0, or -1 when the time is up. */
+static int send_room_wait(int fd, int err, uint64_t deadline)
+{
+	uint64_t now = mono_now_ns();
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	if (now >= deadline)
+		return -1;
+	if (err == ENOBUFS) {
+		struct timespec pause = { 0, 50000 };
+
+		nanosleep(&pause, NULL);
+		return 0;
+	}
+	/* poll's resolution is a millisecond: round up */
+	(void)poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+	return 0;
+}
+
+int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wait_ns,
+			uint64_t *waits)
+{
+	uint64_t deadline = 0;
+	unsigned sent = 0;
+	int err = 0;
+
+	if (count > b->n)
+		return -EINVAL;
+	batch_send_prepare(b, count);
+	for (;;) {
+		sent += batch_send_from(b, fd, sent, count, &err);
+		if (sent == count || (err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS))
+			break;
+		if (!deadline)
+			deadline = mono_now_ns() + wait_ns;
+		if (waits)
+			(*waits)++;
+		if (send_room_wait(fd, err, deadline) < 0)
+			break;
+	}
+	if (sent == 0 && err && err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS)
+		return -err;
 	return (int)sent;
 }
 

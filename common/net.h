@@ -102,7 +102,21 @@ int net_batch_recv_counted(struct net_batch *b, int fd, uint64_t *rxq);
  * starve the others on the loop (the same number as the default of the
  * sequencer's [sequencer] drain key). */
 #define NET_DRAIN_ROUNDS 16
+/* Sends slots [0, count) in one sendmmsg (more when the kernel takes part):
+ * how many went (fewer when the socket buffer is full: EAGAIN), or a negative
+ * errno when the first could not. */
 int net_batch_send(struct net_batch *b, int fd, unsigned count);
+/* net_batch_send that does not give up on a full socket buffer (EAGAIN) or
+ * device queue (ENOBUFS): it waits for room (poll POLLOUT; for ENOBUFS, a
+ * 50 us pause) and sends the rest, for at most wait_ns in all, so that a
+ * burst is slowed down, not dropped. The wait is the slow path only (no
+ * clock is read while the kernel takes everything). *waits (may be NULL)
+ * counts the waits. Returns how many went, or a negative errno when none
+ * did and the error was not one of those. */
+int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wait_ns,
+			uint64_t *waits);
+/* How long the daemons' streams (tape, exec, commands) wait for room. */
+#define NET_SEND_WAIT_NS (10 * 1000000ull)
 
 /* The kernel's UDP counters (/proc/net/snmp): RcvbufErrors, InErrors. */
 struct net_udp_stats {

@@ -82,9 +82,10 @@ static void cmd_end(struct gw *g, size_t len)
  * sequencers a datagram the kernel refuses outright (no route to one node,
  * a firewall rule) is skipped and the rest still goes, so that one
  * unreachable node does not silence the others: one more sendmmsg per
- * refused datagram. A full send buffer ends the round (what did not go is
- * resent after resend_timeout, or asked for). One sequencer: one call, as
- * it always was. */
+ * refused datagram. A full send buffer is waited out (NET_SEND_WAIT_NS,
+ * cmd_send_waits); past that the round ends (what did not go is resent
+ * after resend_timeout, or asked for). One sequencer: one call, as it
+ * always was. */
 static void cmd_send_batch(struct gw *g)
 {
 	unsigned count = g->cmd.slot, off = 0, sent = 0;
@@ -101,7 +102,8 @@ static void cmd_send_batch(struct gw *g)
 		v.iov += off;
 		v.addrs += off;
 		v.lens += off;
-		rc = net_batch_send(&v, g->cmd.fd, count - off);
+		rc = net_batch_send_wait(&v, g->cmd.fd, count - off, NET_SEND_WAIT_NS,
+					 &g->st.cmd_send_waits);
 		if (rc < 0) {
 			char a[32];
 

@@ -262,7 +262,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(tape_skipped), COUNTER(exec_held), COUNTER(exec_too_old), COUNTER(exec_lost),
 	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
 	COUNTER(kernel_rcvbuf_errors), COUNTER(local_rejects), COUNTER(tokens_full),
-	COUNTER(unrouted_symbols),
+	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==

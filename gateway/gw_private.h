@@ -122,6 +122,7 @@ struct gw_stats {
 	 * table); tokens not remembered; Enter Orders for a symbol no
 	 * partition trades (sent to partition 0, whose matcher rejects them) */
 	uint64_t local_rejects, tokens_full, unrouted_symbols;
+	uint64_t cmd_send_waits; /* command sends that waited for room in the socket */
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held

@@ -46,6 +46,7 @@ struct matcher_stats {
 	uint64_t checkpoint_dissents, checkpoints_malformed, checkpoints_other_partition;
 	uint64_t checkpoints_out_of_window, checkpoints_ignored;
 	uint64_t exec_blocks_withheld, exec_requests_refused;
+	uint64_t exec_send_waits; /* sends that waited for room in the socket */
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,

@@ -106,6 +106,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(truncations), COUNTER(stale_ignored), COUNTER(stepdowns), GAUGE(commit),
 	GAUGE(commit_us_p50), GAUGE(commit_us_p99), GAUGE(commit_us_max), COUNTER(handovers),
 	COUNTER(handovers_abandoned), COUNTER(timeout_now), COUNTER(commands_handover),
+	COUNTER(tape_send_waits),
 };
 
 /* The node a STEP_DOWN names into *to: arg "" or NULL (RAFT_NOBODY: the

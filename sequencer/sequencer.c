@@ -81,7 +81,7 @@ static void tape_send(struct sequencer *s, struct net_batch *b, unsigned n)
 		return;
 	for (unsigned i = 0; i < n; i++)
 		b->addrs[i] = s->group;
-	r = net_batch_send(b, s->tape_fd, n);
+	r = net_batch_send_wait(b, s->tape_fd, n, NET_SEND_WAIT_NS, &s->st.tape_send_waits);
 	if (r < 0 || (unsigned)r < n) {
 		s->st.tape_send_errors += n - (r < 0 ? 0 : (unsigned)r);
 		log_ratelimited(&rl_tape, LOG_LVL_WARNING, "tape: sent %d of %u datagrams: %s",

@@ -126,6 +126,7 @@ struct seq_stats {
 	uint64_t handovers_abandoned; /* the standby did not take over in time */
 	uint64_t timeout_now; /* hand-overs to this node: elections at once */
 	uint64_t commands_handover; /* command datagrams dropped while handing over */
+	uint64_t tape_send_waits; /* tape sends that waited for room in the socket */
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))

@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -377,6 +380,59 @@ START_TEST(udp_batch_partial_send)
 }
 END_TEST
 
+/* net_batch_send_wait waits out a full socket instead of dropping: an
+ * AF_UNIX datagram pair with the least send buffer holds a few datagrams;
+ * with a reader that starts late every datagram goes, after waiting; with
+ * none, the wait ends at its limit with what fit. */
+START_TEST(send_wait_full_socket)
+{
+	enum { N = 200 };
+	struct net_batch b;
+	uint64_t waits = 0, t0;
+	int sv[2], status, small = 1; /* SO_SNDBUF: the kernel's least */
+	pid_t pid;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv), 0);
+	ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	ck_assert_int_eq(net_batch_init(&b, N, 64), 0);
+	for (unsigned i = 0; i < N; i++) {
+		memcpy(net_batch_slot(&b, i), &i, sizeof(i));
+		b.lens[i] = sizeof(i);
+	}
+	/* without waiting, a burst does not fit */
+	ck_assert_int_lt(net_batch_send(&b, sv[0], N), N);
+	while (recv(sv[1], &status, sizeof(status), 0) > 0)
+		;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) { /* the late reader: every datagram, in order */
+		struct timespec late = { 0, 20 * 1000000 };
+		unsigned got, want = 0;
+
+		nanosleep(&late, NULL);
+		while (want < N) {
+			struct pollfd p = { .fd = sv[1], .events = POLLIN };
+
+			if (poll(&p, 1, 2000) != 1 || recv(sv[1], &got, sizeof(got), 0) != sizeof(got) ||
+			    got != want++)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(net_batch_send_wait(&b, sv[0], N, 5000000000ull, &waits), N);
+	ck_assert_uint_ge(waits, 1);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* nobody reads: the wait gives up after its limit */
+	t0 = mono_ns();
+	ck_assert_int_lt(net_batch_send_wait(&b, sv[0], N, 5000000ull, NULL), N);
+	ck_assert_uint_ge(mono_ns() - t0, 5000000ull);
+	net_batch_fini(&b);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 /* A receiver too small for a burst counts its drops (SO_RXQ_OVFL). */
 START_TEST(udp_rxq_overflow)
 {
@@ -593,6 +649,7 @@ int main(void)
 	tcase_add_test(tc, batch_init_bad);
 	tcase_add_test(tc, udp_unicast_batch);
 	tcase_add_test(tc, udp_batch_partial_send);
+	tcase_add_test(tc, send_wait_full_socket);
 	tcase_add_test(tc, udp_rxq_overflow);
 	tcase_add_test(tc, mcast_two_receivers);
 	tcase_add_test(tc, mcast_other_group);
