@@ -84,6 +84,11 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "replica", CONFIG_UINT, OFF(replica), 0, "0", 0, CKPT_PEERS - 1, NULL,
 	  "this replica's index in its partition (0..replicas-1): staggers the replicas' "
 	  "snapshots over snapshot_interval, so that they never write one at once" },
+	{ "matcher", "flow_status_every", CONFIG_UINT, OFF(flow_status_every), 0, "2048", 0,
+	  1 << 24, NULL,
+	  "while live, tell the sequencers how far this replica has applied the tape every this "
+	  "many events (and every 100 ms), so that the tape never runs further ahead of it than "
+	  "their flow_window (0: never: this replica may drop tape datagrams when it falls behind)" },
 	{ "matcher", "test_fault_diverge_at", CONFIG_UINT, OFF(test_fault_diverge_at), 0, "0", 0,
 	  0, NULL,
 	  "tests only: after the event at this tape seq, book an order that is not on the "

@@ -22,6 +22,7 @@
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
+#include "flowstatus.h"
 #include "rxpath.h"
 #include "tape.h"
 
@@ -232,6 +233,34 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 	rx_packet(m->tape_rx, &p, m->now);
 }
 
+/* --- flow control ---------------------------------------------------------- */
+
+/* While live: a status message (common/flowstatus.h) to every sequencer
+ * node when flow_status_every events were applied since the last, or
+ * FLOW_STATUS_INTERVAL_NS has passed. A replica that is catching up says
+ * nothing: it reads what it misses by retransmission and must not hold the
+ * tape back meanwhile. */
+static void flow_status_send(struct matcher *m, uint64_t now)
+{
+	struct flow_status st = { .partition = (uint16_t)m->cfg->partition };
+	uint64_t applied = matcher_applied(m);
+	uint8_t buf[FLOW_STATUS_LEN];
+
+	if (!m->cfg->flow_status_every || m->state != M_LIVE ||
+	    (applied - m->flow_sent_applied < m->cfg->flow_status_every &&
+	     now - m->flow_sent_ns < FLOW_STATUS_INTERVAL_NS))
+		return;
+	st.applied = applied;
+	memcpy(st.name, m->cfg->node.name, strnlen(m->cfg->node.name, FLOW_STATUS_NAME_LEN));
+	flow_status_encode(buf, &st);
+	for (unsigned i = 0; i < m->n_retrans; i++)
+		(void)sendto(m->req_fd, buf, sizeof(buf), 0,
+			     (const struct sockaddr *)&m->tape_retrans[i], sizeof(m->tape_retrans[i]));
+	m->flow_sent_applied = applied;
+	m->flow_sent_ns = now;
+	m->st.flow_status_sent++;
+}
+
 static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct matcher *m = w->data;
@@ -255,6 +284,7 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 	matcher_exec_flush(m);
 	if (m->heard && rx_missing(m->tape_rx) == 0 && !rx_holding(m->tape_rx))
 		matcher_set_state(m, M_LIVE);
+	flow_status_send(m, m->now);
 	rx_arm(m);
 }
 
@@ -278,6 +308,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		matcher_set_state(m, M_CATCHING_UP);
 	m->tick_applied = matcher_applied(m);
 	matcher_exec_flush(m);
+	flow_status_send(m, now);
 	rx_arm(m);
 	matcher_exec_heartbeat(m, now);
 }

@@ -36,6 +36,10 @@ struct matcher_config {
 	 * replicas, so that the replicas never write at once */
 	uint64_t replica;
 	uint64_t test_fault_diverge_at; /* tests: tape seq of the diverge fault, 0: off */
+	/* flow control: a status message to the sequencers every this many
+	 * events applied while live (0: none: this replica never holds the
+	 * tape back) */
+	uint64_t flow_status_every;
 };
 
 /* The [node] and [matcher] keys (matcher/config.c). */

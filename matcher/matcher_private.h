@@ -47,6 +47,7 @@ struct matcher_stats {
 	uint64_t checkpoints_out_of_window, checkpoints_ignored;
 	uint64_t exec_blocks_withheld, exec_requests_refused;
 	uint64_t exec_send_waits; /* sends that waited for room in the socket */
+	uint64_t flow_status_sent; /* status messages to the sequencers */
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,
@@ -86,6 +87,7 @@ struct matcher {
 	uint64_t now; /* mono time, read once per batch */
 	uint64_t rxq_tape, rxq_req, rxq_retrans; /* SO_RXQ_OVFL per socket */
 	uint64_t tick_applied; /* matcher_applied() at the last tick */
+	uint64_t flow_sent_applied, flow_sent_ns; /* the last status message */
 	int rcvbuf_granted;
 	uint64_t term; /* highest term seen */
 	uint64_t commit;

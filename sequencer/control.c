@@ -83,6 +83,11 @@ const struct config_key seq_config_keys[] = {
 	  "longest randomized election timeout of a group"),
 	K("raft_heartbeat", CONFIG_DURATION, raft_heartbeat_ns, 0, "50ms", 1e5, 60e9, NULL,
 	  "a group's primary tells the standbys it is alive when idle this long"),
+	K("flow_window", CONFIG_UINT, flow_window, 0, "32768", 0, 1 << 30, NULL,
+	  "events the tape may run ahead of its slowest live receiver (status messages from "
+	  "the matchers); size the receivers' rcvbuf to hold them (0: no limit)"),
+	K("flow_timeout", CONFIG_DURATION, flow_timeout_ns, 0, "500ms", 1e6, 60e9, NULL,
+	  "a tape receiver not heard this long no longer holds the tape back"),
 	CONFIG_END,
 };
 #undef K
@@ -106,7 +111,8 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(truncations), COUNTER(stale_ignored), COUNTER(stepdowns), GAUGE(commit),
 	GAUGE(commit_us_p50), GAUGE(commit_us_p99), GAUGE(commit_us_max), COUNTER(handovers),
 	COUNTER(handovers_abandoned), COUNTER(timeout_now), COUNTER(commands_handover),
-	COUNTER(tape_send_waits),
+	COUNTER(tape_send_waits), COUNTER(flow_status_received), COUNTER(flow_status_bad),
+	COUNTER(flow_holds), GAUGE(flow_receivers), GAUGE(flow_held),
 };
 
 /* The node a STEP_DOWN names into *to: arg "" or NULL (RAFT_NOBODY: the
@@ -279,6 +285,9 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->commands_lost += rs.lost;
 	}
 	out->rxq_dropped = s->rxq_cmd + s->rxq_req + s->rxq_retrans + s->rxq_raft;
+	out->flow_receivers = s->flow.n;
+	out->flow_held = s->state == SEQ_PRIMARY && s->commit > s->published
+				 ? s->commit - s->published : 0;
 	out->drops_injected = s->drop_cmd.dropped + s->drop_req.dropped + s->drop_retrans.dropped +
 			      s->drop_raft.dropped;
 	if (s->raft) {

@@ -1,9 +1,11 @@
 /* The tape retransmission server: requests for committed events on the
  * retrans socket, answered from the journal (and the too-old answer for
- * what it no longer holds); seq_retrans_read also rebuilds tape datagrams
+ * what it no longer holds), the tape receivers' flow-control status
+ * messages passed to flow.c; seq_retrans_read also rebuilds tape datagrams
  * from the journal for the tape and for raft. */
 #include <string.h>
 
+#include "flowstatus.h"
 #include "journal.h"
 #include "log.h"
 #include "macros.h"
@@ -117,7 +119,11 @@ static void on_retrans_readable(struct ev_loop *loop, ev_io *w, int revents)
 	for (int i = 0; i < n; i++) {
 		const uint8_t *buf = net_batch_slot(&s->rin, (unsigned)i);
 
-		if (!rx_drop(&s->drop_retrans, buf, s->rin.lens[i]))
+		if (rx_drop(&s->drop_retrans, buf, s->rin.lens[i]))
+			continue;
+		if (flow_status_is(buf, s->rin.lens[i]))
+			seq_flow_status(s, buf, s->rin.lens[i], &s->rin.addrs[i]);
+		else
 			retrans_serve(s, buf, s->rin.lens[i], &s->rin.addrs[i]);
 	}
 }

@@ -50,6 +50,22 @@ enum seq_state {
 };
 extern const char *const seq_state_names[SEQ_STATE_MAX];
 
+/* The tape's flow control (flow.c): the receivers' status, the limit. */
+#define SEQ_FLOW_RECEIVERS 64
+
+struct seq_flow_rcv {
+	struct sockaddr_in addr; /* where its status comes from */
+	char name[17];
+	uint64_t applied, window, heard_ns;
+};
+
+struct seq_flow {
+	struct seq_flow_rcv r[SEQ_FLOW_RECEIVERS];
+	unsigned n;
+	uint64_t limit; /* the highest seq the tape may carry; UINT64_MAX: none */
+	int holding; /* the last publish stopped at the limit */
+};
+
 struct sequencer {
 	struct seq_config cfg;
 	struct ev_loop *loop;
@@ -119,6 +135,7 @@ struct sequencer {
 	int journal_dirty; /* appended or cut since the last journal_flush */
 	int gw_dirty; /* the journal was cut: the gateways' next numbers need a rescan */
 	int primary_id; /* the primary we know, or RAFT_NOBODY */
+	struct seq_flow flow;
 
 	struct seq_stats st;
 };
@@ -173,6 +190,17 @@ void seq_retrans_start(struct sequencer *s);
  * blocks through *blocks. */
 unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, uint64_t from,
 			  uint64_t to, uint64_t *blocks);
+
+/* ---- flow.c: the tape's flow control ---- */
+
+/* A status message from a tape receiver at `from` (retrans socket). */
+void seq_flow_status(struct sequencer *s, const uint8_t *buf, size_t len,
+		     const struct sockaddr_in *from);
+/* Forgets the receivers not heard for flow_timeout; publishes what a
+ * higher limit lets out. */
+void seq_flow_tick(struct sequencer *s, uint64_t now);
+/* `to`, or the limit when it is lower (counted in flow_holds). */
+uint64_t seq_flow_cap(struct sequencer *s, uint64_t to);
 
 /* ---- group.c: the glue to raft ---- */
 

@@ -250,6 +250,7 @@ static void publish_journal(struct sequencer *s, uint64_t from, uint64_t to)
  * of one), else rebuilt from the journal. */
 void seq_tape_publish(struct sequencer *s, uint64_t from, uint64_t to)
 {
+	to = seq_flow_cap(s, to);
 	if (from <= s->published)
 		from = s->published + 1;
 	if (from > to)
@@ -324,6 +325,7 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 		seq_fail(s, "journal fsync", r);
 		return;
 	}
+	seq_flow_tick(s, now);
 	/* only the primary speaks on the tape */
 	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
 		send_tape_control(s, 0);
@@ -522,6 +524,7 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 	s->loop = loop;
 	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = s->raft_fd = -1;
 	s->primary_id = RAFT_NOBODY;
+	s->flow.limit = UINT64_MAX;
 	rxpath_loss_init(&s->rng,
 			 (struct rx_drop *const[]){ &s->drop_cmd, &s->drop_req, &s->drop_retrans,
 						    &s->drop_raft },

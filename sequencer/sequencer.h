@@ -66,6 +66,9 @@ struct seq_config {
 	char peers[SEQ_MAX_PEERS * 48];
 	uint64_t election_min_ns, election_max_ns; /* randomized election timeout */
 	uint64_t raft_heartbeat_ns; /* the primary's HEARTBEAT when idle this long */
+	/* the tape's flow control (flow.c) */
+	uint64_t flow_window; /* events the tape may run ahead of a receiver; 0: off */
+	uint64_t flow_timeout_ns; /* a receiver not heard this long is forgotten */
 };
 
 extern const struct config_key seq_config_keys[];
@@ -127,6 +130,11 @@ struct seq_stats {
 	uint64_t timeout_now; /* hand-overs to this node: elections at once */
 	uint64_t commands_handover; /* command datagrams dropped while handing over */
 	uint64_t tape_send_waits; /* tape sends that waited for room in the socket */
+	/* flow control (flow.c) */
+	uint64_t flow_status_received, flow_status_bad;
+	uint64_t flow_holds; /* times the tape stopped at the receivers' limit */
+	uint64_t flow_receivers; /* receivers counted now */
+	uint64_t flow_held; /* committed events not yet published */
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))

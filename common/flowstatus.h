@@ -1,0 +1,43 @@
+/* The flow-control status message: a tape receiver (a matcher replica)
+ * tells the sequencer how far it has applied the tape, so that the tape
+ * never runs further ahead of the slowest live receiver than that receiver's
+ * kernel buffer holds (receiver-driven flow control, after Aeron's status
+ * messages and publisher limit). It goes to each sequencer node's
+ * retransmission address, beside the 20-byte MoldUDP64 requests; its length
+ * (40) and magic tell them apart. Integers big-endian:
+ *   0  "LSFS"           magic
+ *   4  u8 version (1)   5  u8 flags (0)   6  u16 partition
+ *   8  u64 applied      the highest tape seq the receiver has applied
+ *  16  u64 window       events the receiver can take beyond applied
+ *                       (0: the sequencer's flow_window)
+ *  24  char name[16]    the receiver's node name, NUL-padded
+ * A receiver sends one every so many events applied and at least every
+ * FLOW_STATUS_INTERVAL_NS while live; the sequencer forgets a receiver it
+ * has not heard for its flow_timeout. */
+#ifndef LOCKSTEP_FLOWSTATUS_H
+#define LOCKSTEP_FLOWSTATUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLOW_STATUS_LEN 40
+#define FLOW_STATUS_NAME_LEN 16
+#define FLOW_STATUS_INTERVAL_NS (100 * 1000000ull)
+
+struct flow_status {
+	uint64_t applied, window;
+	uint16_t partition;
+	char name[FLOW_STATUS_NAME_LEN + 1]; /* NUL-terminated */
+};
+
+/* Writes the message (name cut to 16 bytes); returns FLOW_STATUS_LEN. */
+size_t flow_status_encode(uint8_t out[FLOW_STATUS_LEN], const struct flow_status *st);
+/* 1 when buf looks like a status message (its length and magic): the
+ * caller's dispatch between it and a MoldUDP64 request. */
+int flow_status_is(const uint8_t *buf, size_t len);
+/* 0, or -EBADMSG (length, magic, flags, a name that is empty or has a byte
+ * outside printable ASCII before its padding, or non-NUL padding) or
+ * -EPROTO (another version). */
+int flow_status_decode(const uint8_t *buf, size_t len, struct flow_status *out);
+
+#endif
