@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "daemon_wait.h"
 #include "log.h"
 #include "notify.h"
 
@@ -118,6 +119,10 @@ static int load_config(int argc, char **argv, const struct daemon_ops *ops, void
 	if (node->control[0] == '\0')
 		snprintf(node->control, sizeof(node->control), "%s/%s.ctl", node->state_dir,
 			 node->name);
+	if (daemon_wait_check(node, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, err);
+		return -1;
+	}
 	if (args->check_config) {
 		if (ops->check && ops->check(cfg, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, err);
@@ -314,6 +319,7 @@ int daemon_node_close(struct daemon_node *d)
  * exits at once), SIGHUP reloads, SIGPIPE is ignored. */
 struct daemon_run {
 	struct daemon_node *node;
+	ev_idle spin; /* [node] wait = spin */
 	struct notifier notifier; /* sd_notify: READY=1, STATUS=, WATCHDOG=1 */
 	ev_signal sigint, sigterm, sighup;
 	int stopping;
@@ -381,7 +387,8 @@ static int run_node(const struct daemon_ops *ops, const void *cfg)
 		log_err("cannot initialise the event loop");
 		return DAEMON_EXIT_FAILURE;
 	}
-	if (daemon_node_open(&run.node, ops, loop, cfg) < 0)
+	if (daemon_wait_apply(node_of(ops, (void *)cfg), loop, &run.spin) < 0 ||
+	    daemon_node_open(&run.node, ops, loop, cfg) < 0)
 		return DAEMON_EXIT_FAILURE;
 	signals_start(&run, loop);
 	if ((r = notifier_start(&run.notifier, loop)) < 0)
@@ -390,6 +397,7 @@ static int run_node(const struct daemon_ops *ops, const void *cfg)
 	notifier_stopping(&run.notifier);
 	notifier_stop(&run.notifier);
 	signals_stop(&run, loop);
+	daemon_wait_stop(node_of(ops, (void *)cfg), loop, &run.spin);
 	status = daemon_node_close(run.node);
 	ev_loop_destroy(loop);
 	if (status == DAEMON_EXIT_OK)

@@ -37,9 +37,19 @@ struct node_config {
 	char control[320];
 	int log_level;
 	int log_timestamps;
+	/* the wait mode (daemon_wait.c): the CPUs the process may run on
+	 * ("": any), and how its loop waits for work */
+	char cpus[64];
+	int wait; /* enum daemon_wait */
+};
+
+enum daemon_wait {
+	DAEMON_WAIT_BLOCK, /* sleep in epoll until something happens */
+	DAEMON_WAIT_SPIN, /* poll without sleeping: no wake-up latency, a whole core */
 };
 
 extern const char *const daemon_log_level_names[]; /* indexes 0..4 = levels 3..7 */
+extern const char *const daemon_wait_names[]; /* "block", "spin" */
 
 #define DAEMON_NODE_KEYS(type, member) \
 	{ "node", "name", CONFIG_STRING, offsetof(type, member.name), \
@@ -53,7 +63,14 @@ extern const char *const daemon_log_level_names[]; /* indexes 0..4 = levels 3..7
 	{ "node", "log_level", CONFIG_ENUM, offsetof(type, member.log_level), 0, "info", 0, 0, \
 	  daemon_log_level_names, "err, warning, notice, info or debug" }, \
 	{ "node", "log_timestamps", CONFIG_BOOL, offsetof(type, member.log_timestamps), 0, "no", 0, \
-	  0, NULL, "prefix log lines with the time (for log files, not journald)" }
+	  0, NULL, "prefix log lines with the time (for log files, not journald)" }, \
+	{ "node", "cpus", CONFIG_STRING, offsetof(type, member.cpus), \
+	  sizeof(((type *)0)->member.cpus), "", 0, 0, NULL, \
+	  "CPUs the process runs on, e.g. 3 or 2,3 or 0-3 (empty: any)" }, \
+	{ "node", "wait", CONFIG_ENUM, offsetof(type, member.wait), 0, "block", 0, 0, \
+	  daemon_wait_names, \
+	  "block (sleep until there is work) or spin (poll without sleeping: lower latency, a " \
+	  "whole core; needs cpus, and one core per spinning daemon)" }
 
 /* What a daemon is to the skeleton. `self` is the daemon's own object, made
  * by open. Every hook runs on the loop's thread. */

@@ -1,0 +1,121 @@
+/* The daemon skeleton's wait mode: [node] cpus pins the process to a set
+ * of CPUs (sched_setaffinity), and [node] wait = spin keeps its event loop
+ * polling without ever sleeping (an ev_idle watcher: libev then polls with a
+ * zero timeout), which removes the scheduler's wake-up latency from every
+ * message at the price of a whole core. A spinning daemon must be pinned,
+ * and each to a core of its own: a spinning loop that shares its CPU with
+ * another process takes that process's time. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon_wait.h"
+#include "log.h"
+
+const char *const daemon_wait_names[] = { "block", "spin", NULL };
+
+/* One item of a CPU list: "N" or "N-M", into set. 0 or -1. */
+static int cpus_item(const char *item, cpu_set_t *set)
+{
+	char *end;
+	long lo = strtol(item, &end, 10), hi = lo;
+
+	if (end == item || lo < 0)
+		return -1;
+	if (*end == '-') {
+		const char *p = end + 1;
+
+		hi = strtol(p, &end, 10);
+		if (end == p || hi < lo)
+			return -1;
+	}
+	if (*end != '\0' || hi >= CPU_SETSIZE)
+		return -1;
+	for (long c = lo; c <= hi; c++)
+		CPU_SET((int)c, set);
+	return 0;
+}
+
+int daemon_cpus_parse(const char *list, cpu_set_t *set)
+{
+	char buf[64], *save = NULL;
+	int n = 0;
+
+	CPU_ZERO(set);
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+		return -EINVAL;
+	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save), n++)
+		if (cpus_item(t, set) < 0)
+			return -EINVAL;
+	return n ? 0 : -EINVAL;
+}
+
+int daemon_wait_check(const struct node_config *node, char *err, size_t errlen)
+{
+	cpu_set_t want, have;
+
+	if (node->cpus[0] == '\0') {
+		if (node->wait == DAEMON_WAIT_SPIN) {
+			snprintf(err, errlen, "[node] wait = spin needs [node] cpus: a spinning "
+					      "loop takes a core, which must be its own");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (daemon_cpus_parse(node->cpus, &want) < 0) {
+		snprintf(err, errlen, "[node] cpus: \"%s\" is not a CPU list (e.g. 3, 2,3 or 0-3)",
+			 node->cpus);
+		return -EINVAL;
+	}
+	if (sched_getaffinity(0, sizeof(have), &have) == 0) {
+		CPU_AND(&want, &want, &have);
+		if (CPU_COUNT(&want) == 0) {
+			snprintf(err, errlen, "[node] cpus: none of %s is available to this process "
+					      "(%ld online)", node->cpus, sysconf(_SC_NPROCESSORS_ONLN));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_idle *spin)
+{
+	cpu_set_t set;
+
+	if (node->cpus[0] != '\0') {
+		if (daemon_cpus_parse(node->cpus, &set) < 0 ||
+		    sched_setaffinity(0, sizeof(set), &set) < 0) {
+			int e = errno ? errno : EINVAL;
+
+			log_err("[node] cpus %s: %s", node->cpus, strerror(e));
+			return -e;
+		}
+		log_info("running on CPUs %s", node->cpus);
+	}
+	if (node->wait == DAEMON_WAIT_SPIN) {
+		ev_idle_init(spin, on_idle);
+		ev_idle_start(loop, spin);
+		/* spinning must not keep a finished loop alive */
+		ev_unref(loop);
+		log_info("wait = spin: the loop polls without sleeping");
+	}
+	return 0;
+}
+
+void daemon_wait_stop(const struct node_config *node, struct ev_loop *loop, ev_idle *spin)
+{
+	if (node->wait != DAEMON_WAIT_SPIN || !ev_is_active(spin))
+		return;
+	ev_ref(loop);
+	ev_idle_stop(loop, spin);
+}

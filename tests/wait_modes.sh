@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Wait modes (issue 14): [node] cpus pins a daemon to its CPUs and [node]
+# wait = spin keeps its loop polling without sleeping. A gateway restarted
+# pinned to one CPU and spinning runs there (Cpus_allowed_list), burns its
+# core while the cluster is idle (a blocking one sleeps), and trades as
+# before; back to block, it sleeps again. --check-config refuses spin
+# without cpus, and a CPU list that is not one.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_built lockstep-gateway lockstep-bench
+
+# check_refused KEY=VALUE... TEXT: --check-config fails and says TEXT
+check_refused() {
+	local text=${*: -1} args=() out
+	for kv in "${@:1:$#-1}"; do args+=(--set "$kv"); done
+	out=$("$top_builddir/lockstep-gateway" --check-config --set node.name=g "${args[@]}" 2>&1) &&
+		fail "taken: ${args[*]}: $out"
+	echo "$out" | grep -q -- "$text" || fail "${args[*]}: no reason '$text' in: $out"
+}
+check_refused node.wait=spin "wait = spin needs \[node\] cpus"
+check_refused node.cpus=x "is not a CPU list"
+check_refused node.cpus=4-2 "is not a CPU list"
+check_refused node.cpus=1000 "none of 1000 is available"
+"$top_builddir/lockstep-gateway" --check-config --set node.name=g --set node.cpus=0 \
+	--set node.wait=spin >/dev/null || fail "cpus=0 wait=spin refused"
+
+cluster_up
+cpu=$(( $(nproc) - 1 ))
+# cpu_s PID: its user + system seconds so far
+cpu_s() { awk '{ printf "%.2f\n", ($14 + $15) / 100 }' "/proc/$1/stat"; }
+# restart_gw WAIT: gw-1 again, pinned to the last CPU, with that wait mode
+restart_gw() {
+	"$CLUSTER" stop gw-1 --dir "$T" >/dev/null
+	sed -i -e '/^cpus = /d' -e '/^wait = /d' "$T/gw-1.conf"
+	sed -i "s/^\[node\]\$/[node]\ncpus = $cpu\nwait = $1/" "$T/gw-1.conf"
+	grep -q "^wait = $1\$" "$T/gw-1.conf" || fail "gw-1.conf: no [node] section to add to"
+	"$CLUSTER" start gw-1 --dir "$T" >/dev/null || fail "gw-1 did not start with wait = $1"
+	GW_PID=$(cat "$T/gw-1.pid")
+	grep -q "^Cpus_allowed_list:[[:space:]]*$cpu\$" "/proc/$GW_PID/status" ||
+		fail "gw-1 not pinned to CPU $cpu: $(grep Cpus_allowed_list "/proc/$GW_PID/status")"
+}
+# idle_cpu: gw-1's CPU seconds over one idle second
+idle_cpu() {
+	local a b
+	a=$(cpu_s "$GW_PID")
+	sleep 1
+	b=$(cpu_s "$GW_PID")
+	python3 -c "print(round($b - $a, 2))"
+}
+trade() {
+	"$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 300 --window 8 --timeout 20 \
+		>"$T/bench.out" 2>&1 || { cat "$T/bench.out"; fail "orders through a gateway that waits by $1"; }
+}
+
+restart_gw spin
+trade spin
+spun=$(idle_cpu)
+python3 -c "import sys; sys.exit(0 if $spun >= 0.2 else 1)" ||
+	fail "a spinning gateway used $spun s of CPU in an idle second"
+restart_gw block
+trade block
+slept=$(idle_cpu)
+python3 -c "import sys; sys.exit(0 if $slept < 0.2 else 1)" ||
+	fail "a blocking gateway used $slept s of CPU in an idle second"
+echo "ok: pinned to CPU $cpu; idle second: spin $spun s of CPU, block $slept s"
