@@ -8,10 +8,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +23,7 @@
 #include <linux/if.h>
 
 #include "net.h"
+#include "prealloc.h"
 
 #ifndef IFF_LOWER_UP
 #define IFF_LOWER_UP 0x10000
@@ -532,7 +533,7 @@ int net_batch_init(struct net_batch *b, unsigned n, size_t size)
 
 	if (!b || n == 0 || size == 0 || size > SIZE_MAX / n || n > INT_MAX)
 		return -EINVAL;
-	nb.data = calloc(n, size);
+	nb.data = prealloc_zeroed(n, size);
 	nb.msgs = calloc(n, sizeof(*nb.msgs));
 	nb.iov = calloc(n, sizeof(*nb.iov));
 	nb.addrs = calloc(n, sizeof(*nb.addrs));

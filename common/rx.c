@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prealloc.h"
 #include "rx.h"
 
 #define REC_HDR 16
@@ -593,8 +594,8 @@ int rx_create(struct rx **out, const struct rx_config *cfg, const struct rx_ops 
 	rx->ctx = ctx;
 	rx->mask = window - 1;
 	rx->cap = cfg->ring_bytes & ~(size_t)7;
-	rx->slot = calloc(window, sizeof(*rx->slot));
-	rx->ring = malloc(rx->cap);
+	rx->slot = prealloc_zeroed(window, sizeof(*rx->slot));
+	rx->ring = prealloc_zeroed(1, rx->cap);
 	if (!rx->slot || !rx->ring) {
 		rx_destroy(rx);
 		return -ENOMEM;

@@ -36,6 +36,7 @@
 
 #include "gw_private.h"
 #include "log.h"
+#include "prealloc.h"
 
 static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
 
@@ -57,8 +58,8 @@ int gw_flow_open(struct gw *g)
 
 	f->window = g->cfg.max_in_flight;
 	f->cap = flow_capacity(f->window);
-	f->part = calloc(f->cap, sizeof(*f->part));
-	f->tape_seq = calloc((size_t)f->cap * g->n_parts, sizeof(*f->tape_seq));
+	f->part = prealloc_zeroed(f->cap, sizeof(*f->part));
+	f->tape_seq = prealloc_zeroed((size_t)f->cap * g->n_parts, sizeof(*f->tape_seq));
 	if (!f->part || !f->tape_seq) {
 		log_err("flow control: no memory for %u commands in flight", f->cap);
 		return -ENOMEM;

@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "engine_private.h"
+#include "prealloc.h"
 
 #define DEFAULT_MAX_USERS 65536u
 
@@ -530,20 +531,6 @@ static int check_config(const struct engine_config *cfg)
 	return 0;
 }
 
-/* Allocates n zeroed elements and touches every page now, so that no page
- * fault lands on the hot path later. */
-static void *alloc_zeroed(size_t n, size_t size)
-{
-	void *p;
-
-	if (n != 0 && size > SIZE_MAX / n)
-		return NULL;
-	p = malloc(n * size != 0 ? n * size : 1);
-	if (p)
-		memset(p, 0, n * size);
-	return p;
-}
-
 static int alloc_tables(struct engine *e, const struct engine_config *cfg)
 {
 	size_t n_lv = cfg->n_symbols * 2 * (size_t)e->max_levels;
@@ -553,17 +540,17 @@ static int alloc_tables(struct engine *e, const struct engine_config *cfg)
 	e->user_mask = pow2_at_least(2 * (uint64_t)e->max_users) - 1;
 	/* at most 2/3 full: a search for an absent token probes ~5 slots */
 	e->token_cap = e->max_tokens + e->max_tokens / 2 + 1;
-	e->syms = alloc_zeroed(cfg->n_symbols, sizeof(*e->syms));
-	e->sym_slots = alloc_zeroed((size_t)e->sym_mask + 1, sizeof(*e->sym_slots));
-	e->orders = alloc_zeroed(e->max_orders, sizeof(*e->orders));
+	e->syms = prealloc_zeroed(cfg->n_symbols, sizeof(*e->syms));
+	e->sym_slots = prealloc_zeroed((size_t)e->sym_mask + 1, sizeof(*e->sym_slots));
+	e->orders = prealloc_zeroed(e->max_orders, sizeof(*e->orders));
 	e->level_cap = (uint32_t)n_levels;
-	e->levels = alloc_zeroed(n_levels, sizeof(*e->levels));
-	e->lv = alloc_zeroed(n_lv, sizeof(*e->lv));
-	e->tokens = alloc_zeroed(e->token_cap, sizeof(*e->tokens));
-	e->dead = alloc_zeroed(e->max_tokens, sizeof(*e->dead));
-	e->users = alloc_zeroed((size_t)e->max_users + 1, sizeof(*e->users));
-	e->user_slots = alloc_zeroed((size_t)e->user_mask + 1, sizeof(*e->user_slots));
-	e->heap = alloc_zeroed(e->max_orders, sizeof(*e->heap));
+	e->levels = prealloc_zeroed(n_levels, sizeof(*e->levels));
+	e->lv = prealloc_zeroed(n_lv, sizeof(*e->lv));
+	e->tokens = prealloc_zeroed(e->token_cap, sizeof(*e->tokens));
+	e->dead = prealloc_zeroed(e->max_tokens, sizeof(*e->dead));
+	e->users = prealloc_zeroed((size_t)e->max_users + 1, sizeof(*e->users));
+	e->user_slots = prealloc_zeroed((size_t)e->user_mask + 1, sizeof(*e->user_slots));
+	e->heap = prealloc_zeroed(e->max_orders, sizeof(*e->heap));
 	if (!e->syms || !e->sym_slots || !e->orders || !e->levels || !e->lv || !e->tokens ||
 	    !e->dead || !e->users || !e->user_slots || !e->heap)
 		return -ENOMEM;

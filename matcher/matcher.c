@@ -23,6 +23,7 @@
 #include "net.h"
 #include "rx.h"
 #include "flowstatus.h"
+#include "prealloc.h"
 #include "rxpath.h"
 #include "tape.h"
 
@@ -438,7 +439,7 @@ static int open_buffers(struct matcher *m)
 {
 	const struct matcher_config *cfg = m->cfg;
 
-	m->ring = malloc(cfg->ring * MATCHER_EXEC_SLOT);
+	m->ring = prealloc_zeroed(cfg->ring, MATCHER_EXEC_SLOT);
 	if (!m->ring ||
 	    net_batch_init(&m->rx, (unsigned)cfg->batch, 65536) < 0 ||
 	    net_batch_init(&m->tx, (unsigned)cfg->batch, cfg->max_datagram) < 0 ||
