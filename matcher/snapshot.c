@@ -374,6 +374,12 @@ static _Noreturn void snapshot_child(struct matcher *m, uint64_t seq, pid_t pare
 	struct sched_param sp = { .sched_priority = 0 };
 	int r;
 
+	/* It needs none of the parent's descriptors (it opens its file by
+	 * name; logging is stderr): closed at once, so that no socket of the
+	 * matcher's (the exec_retrans port...) stays bound in a child that a
+	 * busy host leaves unscheduled after its parent died, where a
+	 * restarted matcher would find it in use. */
+	(void)close_range(3, ~0u, 0);
 	/* A writer outliving a SIGKILLed matcher would race the restarted
 	 * one (which removes its temporary file): it dies with its parent. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)

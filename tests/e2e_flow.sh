@@ -16,32 +16,24 @@ cluster_up --gateways 2 --set gateway.max_in_flight=16
 	--json "$T/bench.json" --timeout 60 >"$T/bench.out" 2>&1 ||
 	{ cat "$T/bench.out"; fail "bench: $(tail -1 "$T/bench.out")"; }
 grep -E '^(throughput|losses|kernel)' "$T/bench.out" | sed 's/^/info: /'
+no_losses "$T/bench.json"
 python3 - "$T/bench.json" <<'PY' || fail "bench.json: $(cat "$T/bench.json")"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["unanswered"] == 0 and sum(d["sent"].values()) == 30000, d
-losses = d["daemon_losses"]
-assert set(losses) >= {"gw-1", "gw-2", "seq-1", "matcher-1", "matcher-2"}, losses
-for node, counters in losses.items():
-    assert counters is not None, f"{node} did not answer"
-    for name, v in counters.items():
-        if name == "kernel_rcvbuf_errors":
-            continue  # the whole machine's, other tests' included
-        assert v == 0, f"{node}: {name} {v}"
+assert sum(d["sent"].values()) == 30000, d
+assert set(d["daemon_losses"]) >= {"gw-1", "gw-2", "seq-1", "matcher-1", "matcher-2"}, d
 PY
 
-# stat NODE NAME: one counter of NODE's STATS
-stat() { node_ctl "$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
-pauses=$(stat gw-1 flow_pauses)
+pauses=$(stat_get gw-1 flow_pauses)
 [ "${pauses:-0}" -gt 0 ] || fail "the window never filled (flow_pauses ${pauses:-none})"
-[ "$(stat gw-1 flow_stalls)" = 0 ] || fail "flow_stalls $(stat gw-1 flow_stalls): the window stalled"
+[ "$(stat_get gw-1 flow_stalls)" = 0 ] || fail "flow_stalls $(stat_get gw-1 flow_stalls): the window stalled"
 for _ in $(seq 1 50); do
-	[ "$(stat gw-1 in_flight)" = 0 ] && break
+	[ "$(stat_get gw-1 in_flight)" = 0 ] && break
 	sleep 0.1
 done
-[ "$(stat gw-1 in_flight)" = 0 ] || fail "in_flight $(stat gw-1 in_flight) after every answer"
+[ "$(stat_get gw-1 in_flight)" = 0 ] || fail "in_flight $(stat_get gw-1 in_flight) after every answer"
 node_ctl gw-1 status | grep -q ' in_flight 0/16 ' || fail "status: $(node_ctl gw-1 status)"
-info "gw-1: 30,000 orders through a window of 16: $pauses pauses, $(stat gw-1 flow_paused_ns) ns paused"
+info "gw-1: 30,000 orders through a window of 16: $pauses pauses, $(stat_get gw-1 flow_paused_ns) ns paused"
 
 # A wide window, and 3,000 orders in flight at once through gw-2 (closed
 # loop): the matchers answer in large batches, more datagrams at a time than
@@ -55,13 +47,5 @@ grep -q '^max_in_flight = 65536$' "$T/gw-2.conf" || fail "gw-2.conf: no max_in_f
 	--json "$T/bench2.json" --timeout 60 >"$T/bench2.out" 2>&1 ||
 	{ cat "$T/bench2.out"; fail "bench through gw-2: $(tail -1 "$T/bench2.out")"; }
 grep -E '^(throughput|losses)' "$T/bench2.out" | sed 's/^/info: /'
-python3 - "$T/bench2.json" <<'PY' || fail "bench2.json: $(cat "$T/bench2.json")"
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["unanswered"] == 0, d
-for node, counters in d["daemon_losses"].items():
-    assert counters is not None, f"{node} did not answer"
-    for name, v in counters.items():
-        assert name == "kernel_rcvbuf_errors" or v == 0, f"{node}: {name} {v}"
-PY
+no_losses "$T/bench2.json"
 echo "ok: a window of 16 paused $pauses times; 60,000 orders with 3,000 in flight; nothing lost"

@@ -46,27 +46,11 @@ assert d["unanswered"] == 0 and d["rejected"] == 0, d
 PY
 }
 
-# agree A B: same seq and hash, B live (bounded wait)
-agree() {
-	local s1 s2 h1 h2
-	for _ in $(seq 1 150); do
-		s1=$(status_get "$1" seq) s2=$(status_get "$2" seq)
-		[ "$s1" = "$s2" ] && [ "$(status_get "$2" state)" = live ] && break
-		sleep 0.1
-	done
-	h1=$(status_get "$1" hash) h2=$(status_get "$2" hash)
-	[ "$s1" = "$s2" ] || fail "$2 at seq $s2, $1 at $s1"
-	[ "$h1" = "$h2" ] || fail "hashes differ at seq $s1: $h1 vs $h2"
-}
-
-# stat NODE NAME: one counter of NODE's STATS
-stat() { node_ctl "$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
-
 run_bench 3000 first
 agree matcher-1 matcher-2
-forgotten=$(stat matcher-1 tokens_forgotten)
+forgotten=$(stat_get matcher-1 tokens_forgotten)
 [ "${forgotten:-0}" -gt 3000 ] || fail "matcher-1 forgot ${forgotten:-no} tokens, want > 3000"
-tokens=$(stat matcher-1 tokens)
+tokens=$(stat_get matcher-1 tokens)
 [ "${tokens:-0}" -le 2048 ] && [ "${tokens:-0}" -gt 1024 ] || fail "matcher-1 holds ${tokens:-no} tokens (max 2048)"
 node_ctl matcher-1 status | grep -Eq ' pools: orders [0-9]+/1024 \([0-9.]+%\), tokens [0-9]+/2048 \([0-9.]+%\), levels [0-9]+/[0-9]+ ' ||
 	fail "no pools in: $(node_ctl matcher-1 status)"
@@ -92,7 +76,7 @@ done
 grep -q "loaded snapshot .*snap-0*$want.lss" "$T/matcher-2.log" || fail "matcher-2 did not load snapshot $want"
 run_bench 1500 "after the restart"
 agree matcher-1 matcher-2
-[ "$(stat matcher-1 tokens_forgotten)" = "$(stat matcher-2 tokens_forgotten)" ] ||
-	fail "tokens_forgotten: $(stat matcher-1 tokens_forgotten) vs $(stat matcher-2 tokens_forgotten)"
+[ "$(stat_get matcher-1 tokens_forgotten)" = "$(stat_get matcher-2 tokens_forgotten)" ] ||
+	fail "tokens_forgotten: $(stat_get matcher-1 tokens_forgotten) vs $(stat_get matcher-2 tokens_forgotten)"
 info "$(node_ctl matcher-1 status)"
-echo "ok: $(stat matcher-1 tokens_forgotten) tokens forgotten through a table of 2048, none rejected; the restored replica agrees"
+echo "ok: $(stat_get matcher-1 tokens_forgotten) tokens forgotten through a table of 2048, none rejected; the restored replica agrees"

@@ -155,6 +155,39 @@ status_get() {
 		sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\).*/\1/p"
 }
 
+# stat_get NODE NAME: one counter of NODE's STATS ("" when it has none).
+stat_get() { node_ctl "$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
+
+# agree A B: replicas A and B at the same seq with the same hash, B live
+# (a bounded wait).
+agree() {
+	local s1 s2 h1 h2
+	for _ in $(seq 1 150); do
+		s1=$(status_get "$1" seq) s2=$(status_get "$2" seq)
+		[ "$s1" = "$s2" ] && [ "$(status_get "$2" state)" = live ] && break
+		sleep 0.1
+	done
+	h1=$(status_get "$1" hash) h2=$(status_get "$2" hash)
+	[ "$s1" = "$s2" ] || fail "$2 at seq $s2, $1 at $s1"
+	[ "$h1" = "$h2" ] || fail "hashes differ at seq $s1: $h1 vs $h2"
+}
+
+# no_losses BENCH_JSON: every order of a lockstep-bench --json run was
+# answered, and no daemon of --cluster lost a datagram in a kernel buffer
+# or failed a send (its daemon_losses; kernel_rcvbuf_errors is the whole
+# machine's, other tests' included, and is not counted).
+no_losses() {
+	python3 - "$1" <<'PY' || fail "$1: $(cat "$1")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["unanswered"] == 0, d
+for node, counters in d["daemon_losses"].items():
+    assert counters is not None, f"{node} did not answer"
+    for name, v in counters.items():
+        assert name == "kernel_rcvbuf_errors" or v == 0, f"{node}: {name} {v}"
+PY
+}
+
 # primary_node [SECONDS]: the name of the primary sequencer (ops/cluster
 # primary); fails the test when there is none within SECONDS (default 10).
 primary_node() {

@@ -12,19 +12,6 @@ run_bench() {
 		--window 8 --quiet >"$T/bench.out" 2>&1 || { cat "$T/bench.out"; fail "bench ($2): $(tail -1 "$T/bench.out")"; }
 }
 
-# agree A B: same seq and hash, B live (bounded wait)
-agree() {
-	local s1 s2 h1 h2
-	for _ in $(seq 1 150); do
-		s1=$(status_field "$1" seq) s2=$(status_field "$2" seq)
-		[ "$s1" = "$s2" ] && [ "$(status_field "$2" state)" = live ] && break
-		sleep 0.1
-	done
-	h1=$(status_field "$1" hash) h2=$(status_field "$2" hash)
-	[ "$s1" = "$s2" ] || fail "$2 at seq $s2, $1 at $s1"
-	[ "$h1" = "$h2" ] || fail "hashes differ at seq $s1: $h1 vs $h2"
-}
-
 snaps() { ls "$T/matcher-2/snapshots" 2>/dev/null | grep -c '^snap-.*\.lss$' || true; }
 
 run_bench 600 first
