@@ -43,8 +43,9 @@ static const struct config_key matcher_keys[] = {
 	  "price levels per side per symbol" },
 	{ "matcher", "ring", CONFIG_UINT, OFF(ring), 0, "1048576", 1024, 1 << 26, NULL,
 	  "execution blocks kept in memory for retransmission" },
-	{ "matcher", "rcvbuf", CONFIG_SIZE, OFF(rcvbuf), 0, "8M", 0, 0, NULL,
-	  "receive buffer of the tape sockets (SO_RCVBUFFORCE, else capped by rmem_max)" },
+	{ "matcher", "rcvbuf", CONFIG_SIZE, OFF(rcvbuf), 0, "64M", 0, 0, NULL,
+	  "receive buffer of the tape sockets (SO_RCVBUFFORCE, else capped by rmem_max): what "
+	  "absorbs a replica's slow moments (a snapshot) before flow control holds the tape" },
 	{ "matcher", "sndbuf", CONFIG_SIZE, OFF(sndbuf), 0, "4M", 0, 0, NULL,
 	  "send buffer of the execution socket" },
 	{ "matcher", "heartbeat", CONFIG_DURATION, OFF(heartbeat_ns), 0, "100ms", 0, 0, NULL,

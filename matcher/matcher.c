@@ -230,11 +230,35 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 			return;
 	} else {
 		m->heard = 1;
+		if (p.kind == MOLD_DATA) {
+			m->flow_packets++;
+			m->flow_events += p.count;
+			m->flow_bytes += len;
+		}
 	}
 	rx_packet(m->tape_rx, &p, m->now);
 }
 
 /* --- flow control ---------------------------------------------------------- */
+
+/* The events this replica's tape socket can hold beyond what it applied:
+ * 3/4 of the buffer the kernel granted, in datagrams of the kernel's
+ * accounting (a datagram costs about its size plus 832 bytes of skb; a
+ * full 1472-byte one until 64 were seen), times the events per datagram
+ * seen on the tape (1 until then). */
+static uint64_t flow_window(const struct matcher *m)
+{
+	uint64_t per_dgram = 1472 + 832, dgrams, epp = 1;
+
+	if (m->flow_packets >= 64) {
+		epp = m->flow_events / m->flow_packets;
+		per_dgram = m->flow_bytes / m->flow_packets + 832;
+	}
+	if (epp < 1)
+		epp = 1;
+	dgrams = (uint64_t)(m->rcvbuf_granted > 0 ? m->rcvbuf_granted : 0) * 3 / 4 / per_dgram;
+	return dgrams * epp > 0 ? dgrams * epp : 1;
+}
 
 /* While live: a status message (common/flowstatus.h) to every sequencer
  * node when flow_status_every events were applied since the last, or
@@ -252,6 +276,7 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	     now - m->flow_sent_ns < FLOW_STATUS_INTERVAL_NS))
 		return;
 	st.applied = applied;
+	st.window = flow_window(m);
 	memcpy(st.name, m->cfg->node.name, strnlen(m->cfg->node.name, FLOW_STATUS_NAME_LEN));
 	flow_status_encode(buf, &st);
 	for (unsigned i = 0; i < m->n_retrans; i++)

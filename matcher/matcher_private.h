@@ -88,6 +88,8 @@ struct matcher {
 	uint64_t rxq_tape, rxq_req, rxq_retrans; /* SO_RXQ_OVFL per socket */
 	uint64_t tick_applied; /* matcher_applied() at the last tick */
 	uint64_t flow_sent_applied, flow_sent_ns; /* the last status message */
+	/* live tape datagrams seen, their events and bytes */
+	uint64_t flow_packets, flow_events, flow_bytes;
 	int rcvbuf_granted;
 	uint64_t term; /* highest term seen */
 	uint64_t commit;

@@ -84,8 +84,8 @@ const struct config_key seq_config_keys[] = {
 	K("raft_heartbeat", CONFIG_DURATION, raft_heartbeat_ns, 0, "50ms", 1e5, 60e9, NULL,
 	  "a group's primary tells the standbys it is alive when idle this long"),
 	K("flow_window", CONFIG_UINT, flow_window, 0, "32768", 0, 1 << 30, NULL,
-	  "events the tape may run ahead of its slowest live receiver (status messages from "
-	  "the matchers); size the receivers' rcvbuf to hold them (0: no limit)"),
+	  "events the tape may run ahead of a live receiver that states no window of its own (a "
+	  "matcher states what its rcvbuf holds); 0: no flow control at all"),
 	K("flow_timeout", CONFIG_DURATION, flow_timeout_ns, 0, "500ms", 1e6, 60e9, NULL,
 	  "a tape receiver not heard this long no longer holds the tape back"),
 	CONFIG_END,

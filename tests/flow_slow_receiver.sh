@@ -2,16 +2,15 @@
 # The tape's flow control (issue 14): a matcher replica that stops for a
 # moment (SIGSTOP, 300 ms, under 40,000 orders/s) is not flooded past its
 # kernel buffer (1 MiB here): its status messages hold the tape at its
-# position + flow_window (2048 events) in the sequencer (flow_holds), the
-# gateway's window then stops the clients, and when it resumes nothing has
-# been lost (rxq_dropped 0), every order is answered and both replicas agree.
+# position + the window its buffer holds (flow_holds), the gateway's window
+# then stops the clients, and when it resumes nothing has been lost
+# (rxq_dropped 0), every order is answered and both replicas agree.
 # Then a replica that stays stopped past flow_timeout is forgotten: the
 # tape goes on without it.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 
-cluster_up --set matcher.rcvbuf=1M --set sequencer.flow_window=2048 \
-	--set sequencer.flow_timeout=500ms
+cluster_up --set matcher.rcvbuf=1M --set sequencer.flow_timeout=500ms
 
 for _ in $(seq 1 50); do
 	[ "$(stat_get seq-1 flow_receivers)" = 2 ] && break
