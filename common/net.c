@@ -708,10 +708,11 @@ int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wa
 		sent += batch_send_from(b, fd, sent, count, &err);
 		if (sent == count || (err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS))
 			break;
-		if (!deadline)
+		if (!deadline) {
 			deadline = mono_now_ns() + wait_ns;
-		if (waits)
-			(*waits)++;
+			if (waits)
+				(*waits)++; /* sends that waited, not rounds */
+		}
 		if (send_room_wait(fd, err, deadline) < 0)
 			break;
 	}

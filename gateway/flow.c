@@ -47,7 +47,7 @@ static uint32_t flow_capacity(uint64_t window)
 {
 	uint32_t n = 1u << 16;
 
-	while (n < 4 * window && n < (1u << 30))
+	while (n < 2 * window && n < (1u << 30))
 		n <<= 1;
 	return n;
 }

@@ -93,7 +93,7 @@ const struct config_key gw_config_keys[] = {
 	  1, NULL, "loss generator for tests: fraction of received datagrams thrown away" },
 	GWU(drop_seed, "1", 0, 0, "loss generator seed: the same seed loses the same packets"),
 	GWU(max_sessions, "1024", 1, 1000000, "simultaneous client connections"),
-	GWU(max_in_flight, "8192", 16, 1 << 24,
+	GWU(max_in_flight, "8192", 16, 1 << 20,
 	    "commands in flight (sent, not yet applied by their partition's matcher): at this "
 	    "many the sessions are not read until half have been answered"),
 	{ "gateway", "flow_stall", CONFIG_DURATION, offsetof(struct gw_config, flow_stall), 0,

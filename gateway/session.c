@@ -584,6 +584,10 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp hb = (ev_tstamp)g->cfg.heartbeat / 1e9, next;
 
 	(void)revents;
+	/* while flow control leaves the sessions unread, a client's
+	 * heartbeats wait in the kernel: its silence is ours */
+	if (g->flow.paused && s->state <= GW_SESS_ACTIVE)
+		s->last_in = now;
 	if (now - s->last_in >= idle) {
 		g->st.idle_drops++;
 		log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: silent for %.1fs: dropped",

@@ -32,8 +32,9 @@
  *    bounded: the table holds the live orders' tokens and the most recently
  *    dead ones up to max_tokens; beyond, each new token makes the engine
  *    forget the oldest dead one (tokens_forgotten), whose reuse is then taken
- *    as new. max_tokens - max_orders is the horizon of duplicate detection,
- *    in dead tokens; the token table never rejects an order.
+ *    as new. max_tokens - max_orders - 1 is the horizon of duplicate
+ *    detection, in dead tokens (room is made before the lookup); the token
+ *    table never rejects an order.
  *  - Replace (OUCH 4.2): if the existing order is not live, or the replacement
  *    token was already used, the Replace is silently ignored (ignored_dead or
  *    ignored_duplicates). If the existing order is live but the replace is

@@ -261,22 +261,27 @@ static uint64_t flow_window(const struct matcher *m)
 }
 
 /* While live: a status message (common/flowstatus.h) to every sequencer
- * node when flow_status_every events were applied since the last, or
- * FLOW_STATUS_INTERVAL_NS has passed. A replica that is catching up says
+ * node when flow_status_every events (at most a quarter of the window) were
+ * applied since the last, or FLOW_STATUS_INTERVAL_NS has passed. A replica that is catching up says
  * nothing: it reads what it misses by retransmission and must not hold the
  * tape back meanwhile. */
 static void flow_status_send(struct matcher *m, uint64_t now)
 {
 	struct flow_status st = { .partition = (uint16_t)m->cfg->partition };
-	uint64_t applied = matcher_applied(m);
+	uint64_t applied = matcher_applied(m), window = flow_window(m);
+	uint64_t every = m->cfg->flow_status_every;
 	uint8_t buf[FLOW_STATUS_LEN];
 
+	/* a small window (a small buffer) is reported four times over, or
+	 * the tape would wait for the 100 ms status */
+	if (every > window / 4)
+		every = window / 4 ? window / 4 : 1;
 	if (!m->cfg->flow_status_every || m->state != M_LIVE ||
-	    (applied - m->flow_sent_applied < m->cfg->flow_status_every &&
+	    (applied - m->flow_sent_applied < every &&
 	     now - m->flow_sent_ns < FLOW_STATUS_INTERVAL_NS))
 		return;
 	st.applied = applied;
-	st.window = flow_window(m);
+	st.window = window;
 	memcpy(st.name, m->cfg->node.name, strnlen(m->cfg->node.name, FLOW_STATUS_NAME_LEN));
 	flow_status_encode(buf, &st);
 	for (unsigned i = 0; i < m->n_retrans; i++)

@@ -128,7 +128,7 @@ uint64_t seq_flow_cap(struct sequencer *s, uint64_t to)
 		s->flow.holding = 0;
 		return to;
 	}
-	if (!s->flow.holding)
+	if (!s->flow.holding && s->published < to)
 		s->st.flow_holds++;
 	s->flow.holding = 1;
 	return s->flow.limit;

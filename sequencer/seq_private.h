@@ -51,7 +51,7 @@ enum seq_state {
 extern const char *const seq_state_names[SEQ_STATE_MAX];
 
 /* The tape's flow control (flow.c): the receivers' status, the limit. */
-#define SEQ_FLOW_RECEIVERS 64
+#define SEQ_FLOW_RECEIVERS 256 /* 16 partitions x 16 replicas */
 
 struct seq_flow_rcv {
 	struct sockaddr_in addr; /* where its status comes from */

@@ -285,8 +285,14 @@ void seq_tape_publish(struct sequencer *s, uint64_t from, uint64_t to)
 		while (k < s->pend_n && s->pend_last[k] <= to &&
 		       s->pend_first[k] == (k ? s->pend_last[k - 1] + 1 : next))
 			k++;
-		if (k == 0)
-			return; /* the head is committed only in part: wait for the rest */
+		if (k == 0) {
+			if (s->pend_last[0] > s->commit)
+				return; /* the head is committed only in part: wait for the rest */
+			/* committed, but flow control stops inside it: its
+			 * first events from the journal; the rest later */
+			publish_journal(s, next, to);
+			return;
+		}
 		tape_send(s, &s->pend, k);
 		for (unsigned i = 0; i < k; i++)
 			hist_record(&s->commit_ns, s->now_ns - s->pend_t[i]);
