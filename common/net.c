@@ -22,6 +22,7 @@
 #include <netlink/route/link.h>
 #include <linux/if.h>
 
+#include "clock.h"
 #include "net.h"
 #include "prealloc.h"
 
@@ -666,19 +667,11 @@ int net_batch_send(struct net_batch *b, int fd, unsigned count)
 	return (int)sent;
 }
 
-static uint64_t mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits until fd can take a datagram (EAGAIN) or a moment (ENOBUFS), at
  * most until `deadline`; 0, or -1 when the time is up. */
 static int send_room_wait(int fd, int err, uint64_t deadline)
 {
-	uint64_t now = mono_now_ns();
+	uint64_t now = mono_ns();
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 
 	if (now >= deadline)
@@ -709,7 +702,7 @@ int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wa
 		if (sent == count || (err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS))
 			break;
 		if (!deadline) {
-			deadline = mono_now_ns() + wait_ns;
+			deadline = mono_ns() + wait_ns;
 			if (waits)
 				(*waits)++; /* sends that waited, not rounds */
 		}

@@ -74,13 +74,18 @@ static void flow_expire(struct seq_flow *f, uint64_t since)
 	f->n = k;
 }
 
+/* Receivers heard before this are no longer counted. */
+static uint64_t flow_since(const struct sequencer *s, uint64_t now)
+{
+	return now > s->cfg.flow_timeout_ns ? now - s->cfg.flow_timeout_ns : 0;
+}
+
 /* A new limit: what it lets out goes now. */
 static void flow_update(struct sequencer *s, uint64_t now)
 {
-	uint64_t since = now > s->cfg.flow_timeout_ns ? now - s->cfg.flow_timeout_ns : 0;
 	uint64_t old = s->flow.limit;
 
-	s->flow.limit = flow_compute(s, since);
+	s->flow.limit = flow_compute(s, flow_since(s, now));
 	if (s->flow.limit > old && s->state == SEQ_PRIMARY && s->published < s->commit)
 		seq_tape_publish(s, s->published + 1, s->commit);
 }
@@ -116,9 +121,7 @@ void seq_flow_status(struct sequencer *s, const uint8_t *buf, size_t len,
 
 void seq_flow_tick(struct sequencer *s, uint64_t now)
 {
-	uint64_t since = now > s->cfg.flow_timeout_ns ? now - s->cfg.flow_timeout_ns : 0;
-
-	flow_expire(&s->flow, since);
+	flow_expire(&s->flow, flow_since(s, now));
 	flow_update(s, now);
 }
 

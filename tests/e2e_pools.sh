@@ -64,13 +64,8 @@ node_ctl gw-1 status | grep -Eq ' pools: sessions [0-9]+/1024 ' || fail "gateway
 
 # a snapshot now, while the table forgets; the replica restarts from it,
 # misses traffic, catches up and agrees
-node_ctl matcher-2 snapshot >/dev/null || fail "lockstepctl snapshot"
-want=$(status_get matcher-2 seq)
-for _ in $(seq 1 100); do
-	[ "$(status_get matcher-2 snapshot_seq)" = "$want" ] && break
-	sleep 0.1
-done
-[ "$(status_get matcher-2 snapshot_seq)" = "$want" ] || fail "requested snapshot not written"
+snapshot_now matcher-2
+want=$SNAP_SEQ
 "$CLUSTER" kill matcher-2 --dir "$T" >/dev/null
 "$CLUSTER" start matcher-2 --dir "$T" >/dev/null
 grep -q "loaded snapshot .*snap-0*$want.lss" "$T/matcher-2.log" || fail "matcher-2 did not load snapshot $want"

@@ -172,6 +172,18 @@ agree() {
 	[ "$h1" = "$h2" ] || fail "hashes differ at seq $s1: $h1 vs $h2"
 }
 
+# snapshot_now NODE: asks the matcher NODE for a snapshot and waits until it
+# is written (bounded); sets SNAP_SEQ to its tape seq.
+snapshot_now() {
+	node_ctl "$1" snapshot >/dev/null || fail "$1: lockstepctl snapshot"
+	SNAP_SEQ=$(status_get "$1" seq)
+	for _ in $(seq 1 100); do
+		[ "$(status_get "$1" snapshot_seq)" = "$SNAP_SEQ" ] && return 0
+		sleep 0.1
+	done
+	fail "$1: requested snapshot at $SNAP_SEQ not written"
+}
+
 # no_losses BENCH_JSON: every order of a lockstep-bench --json run was
 # answered, and no daemon of --cluster lost a datagram in a kernel buffer
 # or failed a send (its daemon_losses; kernel_rcvbuf_errors is the whole

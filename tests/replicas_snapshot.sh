@@ -28,13 +28,8 @@ done
 [ "${s2:-0}" -ge 250 ] && [ $((s2 % 500)) = 250 ] || fail "matcher-2: periodic snapshot at ${s2:-none}, want 250 + a multiple of 500"
 
 # on request
-node_ctl matcher-2 snapshot >/dev/null || fail "lockstepctl snapshot"
-want=$(status_field matcher-2 seq)
-for _ in $(seq 1 100); do
-	[ "$(status_field matcher-2 snapshot_seq)" = "$want" ] && break
-	sleep 0.1
-done
-[ "$(status_field matcher-2 snapshot_seq)" = "$want" ] || fail "requested snapshot not written"
+snapshot_now matcher-2
+want=$SNAP_SEQ
 n=$(snaps)
 [ "$n" -ge 2 ] && [ "$n" -le 3 ] || fail "$n snapshots kept (snapshot_keep = 3)"
 
