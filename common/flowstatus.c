@@ -57,3 +57,25 @@ int flow_status_decode(const uint8_t *buf, size_t len, struct flow_status *out)
 	out->name[n] = '\0';
 	return 0;
 }
+
+void flow_cost_sample(struct flow_cost *c, uint64_t rmem_bytes, uint64_t events)
+{
+	uint64_t v;
+
+	if (!events || !rmem_bytes)
+		return; /* nothing was queued (or nothing that counts): no news */
+	v = (rmem_bytes + events - 1) / events;
+	if (!c->per_event || v >= c->per_event)
+		c->per_event = v;
+	else
+		c->per_event -= (c->per_event - v + 63) / 64;
+	c->samples++;
+}
+
+uint64_t flow_cost_window(const struct flow_cost *c, uint64_t bytes)
+{
+	uint64_t per = c->per_event ? c->per_event : FLOW_COST_DEFAULT;
+	uint64_t w = bytes / 4 * 3 / per;
+
+	return w ? w : 1;
+}

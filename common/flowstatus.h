@@ -40,4 +40,29 @@ int flow_status_is(const uint8_t *buf, size_t len);
  * -EPROTO (another version). */
 int flow_status_decode(const uint8_t *buf, size_t len, struct flow_status *out);
 
+/* What one event of the tape costs in the receiver's kernel buffer, as the
+ * kernel accounts it (skb truesize: on loopback 832 bytes up to a
+ * 197-byte datagram, 2,304 for a full 1,472-byte one; on a NIC whatever its
+ * driver allocates per frame, whatever the datagram's length), so that a
+ * receiver states its window from measurement rather than a model. A sample
+ * is the socket's receive-buffer use (SO_MEMINFO, net_rmem_alloc()) just
+ * before a read that emptied the queue, over the events of the datagrams
+ * that read took. The estimate rises to a larger sample at once and falls
+ * toward smaller ones by 1/64 of the difference a sample: a burst of short
+ * datagrams is believed at once, a change to longer ones slowly. Pure: no
+ * clock, no system call. */
+struct flow_cost {
+	uint64_t per_event; /* bytes of kernel buffer an event costs; 0: no sample yet */
+	uint64_t samples;
+};
+
+/* The cost assumed before any sample: a datagram of one event that a NIC
+ * driver gave a 4 KiB buffer. */
+#define FLOW_COST_DEFAULT 4352
+
+void flow_cost_sample(struct flow_cost *c, uint64_t rmem_bytes, uint64_t events);
+/* The events a buffer of `bytes` holds at 3/4 of its size (the rest is the
+ * margin for a change of datagram shape since the last sample); at least 1. */
+uint64_t flow_cost_window(const struct flow_cost *c, uint64_t bytes);
+
 #endif

@@ -21,6 +21,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <linux/if.h>
+#include <linux/sock_diag.h>
 
 #include "clock.h"
 #include "net.h"
@@ -738,6 +739,18 @@ static void udp_stats_match(char *names, char *values, struct net_udp_stats *s)
 		else if (strcmp(n, "SndbufErrors") == 0)
 			s->sndbuf_errors = x;
 	}
+}
+
+int64_t net_rmem_alloc(int fd)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+		return -errno;
+	if (len <= SK_MEMINFO_RMEM_ALLOC * sizeof(mi[0]))
+		return -EPROTO;
+	return mi[SK_MEMINFO_RMEM_ALLOC];
 }
 
 int net_udp_stats_read(struct net_udp_stats *out)

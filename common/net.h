@@ -118,6 +118,10 @@ int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wa
 /* How long the daemons' streams (tape, exec, commands) wait for room. */
 #define NET_SEND_WAIT_NS (10 * 1000000ull)
 
+/* Bytes the socket's receive queue holds as the kernel accounts them
+ * (SO_MEMINFO's rmem_alloc: each datagram's skb truesize), or a negative
+ * errno. One getsockopt: for sampling, not for every datagram. */
+int64_t net_rmem_alloc(int fd);
 /* The kernel's UDP counters (/proc/net/snmp): RcvbufErrors, InErrors. */
 struct net_udp_stats {
 	uint64_t in_datagrams, in_errors, rcvbuf_errors, sndbuf_errors;

@@ -43,7 +43,7 @@ static const struct counter_def extra_defs[] = {
 	COUNTER(tape_missing), COUNTER(kernel_rcvbuf_errors), COUNTER(rcvbuf_bytes),
 	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
 	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
-	GAUGE(tokens), COUNTER(tokens_forgotten),
+	GAUGE(tokens), COUNTER(tokens_forgotten), GAUGE(flow_cost_per_event), GAUGE(flow_window),
 };
 
 /* STATUS's pools: the engine's. */
@@ -97,7 +97,7 @@ static void matcher_stats(void *self, struct counters *out)
 		rs.requested, rs.held, rs.overflow, rx_missing(m->tape_rx), us.rcvbuf_errors,
 		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
 		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
-		es.tokens, es.tokens_forgotten,
+		es.tokens, es.tokens_forgotten, m->flow_cost.per_event, matcher_flow_window(m),
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));

@@ -22,7 +22,6 @@
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
-#include "flowstatus.h"
 #include "prealloc.h"
 #include "rxpath.h"
 #include "tape.h"
@@ -230,34 +229,36 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 			return;
 	} else {
 		m->heard = 1;
-		if (p.kind == MOLD_DATA) {
-			m->flow_packets++;
-			m->flow_events += p.count;
-			m->flow_bytes += len;
-		}
+		if (p.kind == MOLD_DATA)
+			m->flow_read_events += p.count;
 	}
 	rx_packet(m->tape_rx, &p, m->now);
 }
 
 /* --- flow control ---------------------------------------------------------- */
 
-/* The events this replica's tape socket can hold beyond what it applied:
- * 3/4 of the buffer the kernel granted, in datagrams of the kernel's
- * accounting (a datagram costs about its size plus 832 bytes of skb; a
- * full 1472-byte one until 64 were seen), times the events per datagram
- * seen on the tape (1 until then). */
-static uint64_t flow_window(const struct matcher *m)
+uint64_t matcher_flow_window(const struct matcher *m)
 {
-	uint64_t per_dgram = 1472 + 832, dgrams, epp = 1;
+	return flow_cost_window(&m->flow_cost,
+				(uint64_t)(m->rcvbuf_granted > 0 ? m->rcvbuf_granted : 0));
+}
 
-	if (m->flow_packets >= 64) {
-		epp = m->flow_events / m->flow_packets;
-		per_dgram = m->flow_bytes / m->flow_packets + 832;
-	}
-	if (epp < 1)
-		epp = 1;
-	dgrams = (uint64_t)(m->rcvbuf_granted > 0 ? m->rcvbuf_granted : 0) * 3 / 4 / per_dgram;
-	return dgrams * epp > 0 ? dgrams * epp : 1;
+/* At most once a millisecond, a read of the tape socket is measured: its
+ * buffer use before the read (one getsockopt) over the events the read took,
+ * when the read emptied the queue. Returns the buffer use, or -1 when this
+ * read is not sampled. */
+static int64_t flow_sample_begin(struct matcher *m, int fd)
+{
+	if (m->now - m->flow_sampled_ns < 1000000)
+		return -1;
+	m->flow_sampled_ns = m->now;
+	return net_rmem_alloc(fd);
+}
+
+static void flow_sample_end(struct matcher *m, int64_t rmem, int n)
+{
+	if (rmem > 0 && n >= 0 && (unsigned)n < m->rx.n)
+		flow_cost_sample(&m->flow_cost, (uint64_t)rmem, m->flow_read_events);
 }
 
 /* While live: a status message (common/flowstatus.h) to every sequencer
@@ -268,7 +269,7 @@ static uint64_t flow_window(const struct matcher *m)
 static void flow_status_send(struct matcher *m, uint64_t now)
 {
 	struct flow_status st = { .partition = (uint16_t)m->cfg->partition };
-	uint64_t applied = matcher_applied(m), window = flow_window(m);
+	uint64_t applied = matcher_applied(m), window = matcher_flow_window(m);
 	uint64_t every = m->cfg->flow_status_every;
 	uint8_t buf[FLOW_STATUS_LEN];
 
@@ -300,13 +301,17 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		int64_t rmem = answer ? -1 : flow_sample_begin(m, w->fd);
+
 		n = net_batch_recv_counted(&m->rx, w->fd, answer ? &m->rxq_req : &m->rxq_tape);
 		if (n <= 0)
 			break;
 		m->now = mono_ns();
+		m->flow_read_events = 0;
 		for (int i = 0; i < n; i++)
 			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer,
 				       &m->rx.addrs[i]);
+		flow_sample_end(m, rmem, n);
 		if ((unsigned)n < m->rx.n)
 			break;
 	}

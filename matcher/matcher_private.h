@@ -18,6 +18,7 @@
 #include "log.h"
 #include "matcher.h"
 #include "moldudp64.h"
+#include "flowstatus.h"
 #include "net.h"
 #include "rx.h"
 
@@ -88,8 +89,10 @@ struct matcher {
 	uint64_t rxq_tape, rxq_req, rxq_retrans; /* SO_RXQ_OVFL per socket */
 	uint64_t tick_applied; /* matcher_applied() at the last tick */
 	uint64_t flow_sent_applied, flow_sent_ns; /* the last status message */
-	/* live tape datagrams seen, their events and bytes */
-	uint64_t flow_packets, flow_events, flow_bytes;
+	/* what an event costs in the tape socket's buffer (flowstatus.h): the
+	 * events of the tape datagrams of the current read, the last sample */
+	struct flow_cost flow_cost;
+	uint64_t flow_read_events, flow_sampled_ns;
 	int rcvbuf_granted;
 	uint64_t term; /* highest term seen */
 	uint64_t commit;
@@ -161,6 +164,9 @@ static inline uint64_t matcher_applied(const struct matcher *m)
 /* Logs a change of state; diverged is final: catching up or going live
  * again does not undo it. */
 void matcher_set_state(struct matcher *m, enum matcher_state s);
+/* The events the tape socket holds beyond what was applied (the window the
+ * status messages state): 3/4 of its buffer at the measured cost per event. */
+uint64_t matcher_flow_window(const struct matcher *m);
 
 /* --- exec.c: the execution stream out and its retransmissions --- */
 

@@ -32,7 +32,7 @@ no_losses "$T/bench.json"
 holds=$(stat_get seq-1 flow_holds)
 [ "${holds:-0}" -gt 0 ] || fail "the tape was never held (flow_holds ${holds:-none})"
 agree matcher-1 matcher-2
-info "a replica stopped for 300 ms: the tape held $holds times, nothing lost"
+info "a replica stopped for 300 ms: the tape held $holds times, nothing lost (window $(stat_get matcher-2 flow_window) events at $(stat_get matcher-2 flow_cost_per_event) bytes each)"
 
 # stopped for longer than flow_timeout: forgotten, the others go on
 kill -STOP "$m2"

@@ -64,6 +64,32 @@ START_TEST(refused)
 }
 END_TEST
 
+/* The cost per event rises to a larger sample at once and falls slowly;
+ * the window is 3/4 of the buffer at that cost. */
+START_TEST(cost)
+{
+	struct flow_cost c = { 0 };
+
+	ck_assert_uint_eq(flow_cost_window(&c, 4352 * 4), 3); /* the default cost */
+	flow_cost_sample(&c, 0, 5); /* an empty queue: no news */
+	flow_cost_sample(&c, 2304, 0); /* no events: no news */
+	ck_assert_uint_eq(c.samples, 0);
+	flow_cost_sample(&c, 2304 * 10, 100); /* 10 datagrams of 10 events */
+	ck_assert_uint_eq(c.per_event, 231); /* rounded up */
+	flow_cost_sample(&c, 2304 * 4, 4); /* one event a datagram: at once */
+	ck_assert_uint_eq(c.per_event, 2304);
+	ck_assert_uint_eq(flow_cost_window(&c, 2304 * 400), 300);
+	for (int i = 0; i < 64; i++)
+		flow_cost_sample(&c, 832, 1);
+	ck_assert_uint_lt(c.per_event, 2304); /* falls */
+	ck_assert_uint_gt(c.per_event, 1200); /* but slowly */
+	for (int i = 0; i < 2000; i++)
+		flow_cost_sample(&c, 832, 1);
+	ck_assert_uint_eq(c.per_event, 832);
+	ck_assert_uint_eq(flow_cost_window(&c, 100), 1); /* never 0 */
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flowstatus");
@@ -71,6 +97,7 @@ int main(void)
 
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, refused);
+	tcase_add_test(tc, cost);
 	suite_add_tcase(s, tc);
 	return testutil_run(s, 0);
 }
