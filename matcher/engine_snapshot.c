@@ -15,8 +15,8 @@
  *   users: u64 packed login each, in id order (ids, and so token hashes,
  *     come out identical),
  *   tokens: { u32 user, u32 live, char token[14], u16 pad } each: the live
- *     ones in slot order, then the dead ones oldest first (the order in
- *     which they will be forgotten),
+ *     ones user by user (id order), each user's in entry order, then the
+ *     dead ones oldest first (the order in which they will be forgotten),
  *   orders: in book order (symbol, side, level ascending key, displayed queue
  *     then hidden, head to tail) as struct snap_order,
  *   per user (id order): u32 count, then u32 order indices (into the order
@@ -125,12 +125,16 @@ static int snap_write_tokens(const struct engine *e, struct snap_out *out)
 	uint32_t at = e->dead_head;
 	int r;
 
-	for (uint32_t i = 0; i < e->token_cap; i++) {
-		const struct token_slot *t = &e->tokens[i];
+	uint32_t live = 0;
 
-		if (t->user != 0 && token_live(t) && (r = snap_put_token(out, tb, t)) < 0)
-			return r;
-	}
+	/* the live ones user by user, in entry order: O(open orders), where a
+	 * walk of the table would read all of it (max_tokens x 1.5 slots) */
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext, live++)
+			if ((r = snap_put_token(out, tb, &e->tokens[e->orders[oi].tok])) < 0)
+				return r;
+	if (live + e->n_dead != e->n_tokens)
+		return -EPROTO; /* a live token without its order: a bug */
 	for (uint32_t k = 0; k < e->n_dead; k++) {
 		if ((r = snap_put_token(out, tb, &e->tokens[e->dead[at]])) < 0)
 			return r;

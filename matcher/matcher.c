@@ -2,7 +2,7 @@
  * of common/rx.h, its timer), applying committed events to the engine (and
  * the test fault that makes a replica diverge), the state machine
  * (set_state), and matcher_open/stop/close. The execution stream is exec.c,
- * checkpoints checkpoint.c, the snapshot directory snapshot.c, STATUS and
+ * checkpoints checkpoint.c, the snapshot directory snapdir.c, STATUS and
  * STATS control.c, the [matcher] keys config.c (matcher_private.h). */
 #include <errno.h>
 #include <stdio.h>
@@ -562,6 +562,7 @@ void matcher_close(struct matcher *m)
 	if (!m)
 		return;
 	matcher_snapshot_reap(m);
+	matcher_snapshot_image_free(&m->snap_image);
 	if (m->loop) {
 		ev_io_stop(m->loop, &m->tape_io);
 		ev_io_stop(m->loop, &m->req_io);

@@ -1,6 +1,6 @@
 /* The matcher daemon's private part: struct matcher and what its files
  * share. matcher.c holds the tape intake and the state machine, exec.c the
- * execution stream, checkpoint.c the replicas' votes, snapshot.c the
+ * execution stream, checkpoint.c the replicas' votes, snapdir.c the
  * snapshot directory, control.c STATUS, STATS and the daemon_ops table,
  * config.c the [matcher] keys. A function shared among them is named
  * matcher_<file>_...; only these files include this header. */
@@ -8,6 +8,7 @@
 #define LOCKSTEP_MATCHER_PRIVATE_H
 
 #include <ev.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -21,6 +22,7 @@
 #include "flowstatus.h"
 #include "net.h"
 #include "rx.h"
+#include "snapshot.h"
 
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
 #define CKPT_WINDOW 64 /* checkpoints remembered (others' hashes, votes) */
@@ -116,8 +118,14 @@ struct matcher {
 
 	/* snapshots */
 	char snap_dir[300];
-	pid_t snap_pid; /* the child writing one, 0: none */
-	ev_child snap_child; /* libev's default loop reaps children: its status comes here */
+	/* the one being written: its image and header, the writer thread
+	 * (snap_busy), its result, and its "done" on the loop */
+	struct matcher_snap_image snap_image;
+	struct matcher_snap_hdr snap_hdr;
+	pthread_t snap_thread;
+	int snap_busy, snap_result;
+	ev_async snap_async;
+	uint64_t snap_stall_ns; /* the last serialization: the loop's pause */
 	uint64_t snap_pending; /* its tape seq */
 	uint64_t snap_last; /* the newest complete snapshot's tape seq (or loaded one) */
 	uint64_t start_seq; /* the first tape seq to apply */
@@ -134,8 +142,8 @@ struct matcher {
 	uint64_t ck_last_agreed; /* the newest checkpoint seq agreed at, 0: none */
 	int ck_warned; /* the replicas-count warning was logged */
 	/* seq % snapshot_interval at which this replica writes a snapshot: a
-	 * snapshot slows its writer (fork's copy-on-write, a core for the
-	 * child), so the replicas take turns and one of them is always at full
+	 * snapshot pauses its writer (the serialization) and its writer thread
+	 * takes idle CPU, so the replicas take turns and one of them is always at full
 	 * speed for the gateways' first-copy arbitration */
 	uint64_t snap_phase;
 
@@ -198,15 +206,16 @@ void matcher_checkpoint_start(struct matcher *m);
  * (which may find it diverged). */
 void matcher_checkpoint_own(struct matcher *m, uint64_t seq);
 
-/* --- snapshot.c: the snapshot directory (<state_dir>/snapshots) --- */
+/* --- snapdir.c: the snapshot directory (<state_dir>/snapshots) --- */
 
 /* At start-up: removes unfinished snapshots, then loads the newest valid
  * one into m->engine (recreated from ec after a failed load), else none
  * (replay from seq 1). 0 or a negative errno (logged). */
 int matcher_snapshot_load_newest(struct matcher *m, const struct engine_config *ec);
-/* Starts a snapshot of the state after tape seq `seq` (the state now) in a
- * child process: 0, -ESTALE (diverged), -EBUSY (one is being written) or
- * a fork error. */
+/* Takes a snapshot of the state after tape seq `seq` (the state now):
+ * serializes it at once (snapshot_stall_us), then a thread writes the file.
+ * 0, -ESTALE (diverged), -EBUSY (one is being written), or a negative errno
+ * (out of memory, no thread). */
 int matcher_snapshot_take(struct matcher *m, uint64_t seq);
 /* At a stop: waits for a snapshot being written. */
 void matcher_snapshot_reap(struct matcher *m);

@@ -10,9 +10,9 @@
 
 #include "engine.h"
 
-/* Snapshots: <state_dir>/snapshots/snap-<tape seq, 20 digits>.lss, written by
- * a forked child (copy-on-write: the event loop does not wait for it) to a
- * .tmp file, fsynced and renamed. Layout (little-endian): a 64-byte header
+/* Snapshots: <state_dir>/snapshots/snap-<tape seq, 20 digits>.lss: the
+ * engine's image, serialized in memory, then written by a thread to a .tmp
+ * file, fsynced and renamed. Layout (little-endian): a 64-byte header
  * { char magic[8] "LSSNAP\0\1", u32 version (1), u32 partition, u64 tape
  * seq (the last event applied), u64 exec_next (the next exec stream
  * sequence number), u64 term, u64 commit, u64 engine_hash, u64 body length },
@@ -34,8 +34,26 @@ struct matcher_snap_hdr {
 /* Writes <dir>/snap-<h->seq, 20 digits>.lss (through a .tmp file, fsynced,
  * renamed, the directory fsynced) of engine `e`. The caller sets partition,
  * seq, exec_next, term and commit; magic, version, hash and body_len are
- * filled here. Returns 0 or a negative errno (the .tmp file is removed). */
+ * filled here. Returns 0 or a negative errno (the .tmp file is removed).
+ * matcher_snapshot_image() then matcher_snapshot_write_image(). */
 int matcher_snapshot_write(const char *dir, struct matcher_snap_hdr *h, const struct engine *e);
+
+/* A snapshot's body in memory: the engine's image and its CRC32C. Built in
+ * the engine's thread (it reads the engine), written from any (it reads
+ * nothing else), so that the daemon pauses for the serialization alone and
+ * a thread does the file. buf grows as needed and is kept for the next. */
+struct matcher_snap_image {
+	uint8_t *buf;
+	size_t len, cap;
+	uint32_t crc;
+};
+/* 0, or a negative errno (-ENOMEM). */
+int matcher_snapshot_image(struct matcher_snap_image *im, const struct engine *e);
+/* matcher_snapshot_write's file from an image; the caller sets h as there,
+ * and h->hash (engine_hash at the image). */
+int matcher_snapshot_write_image(const char *dir, struct matcher_snap_hdr *h,
+				 const struct matcher_snap_image *im);
+void matcher_snapshot_image_free(struct matcher_snap_image *im);
 
 /* Checks the file at `path` (magic, version, partition, length, both CRCs)
  * and loads it into `e`, a freshly created engine, checking that the loaded
