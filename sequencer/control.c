@@ -108,7 +108,8 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(raft_malformed), COUNTER(raft_sent), COUNTER(raft_send_errors),
 	COUNTER(elections), COUNTER(prevotes), COUNTER(votes_granted), COUNTER(appends_received),
 	COUNTER(entries_replicated), COUNTER(raft_requests_sent), COUNTER(raft_requests_served),
-	COUNTER(truncations), COUNTER(stale_ignored), COUNTER(stepdowns), GAUGE(commit),
+	COUNTER(truncations), COUNTER(stale_ignored), COUNTER(terms_refused), COUNTER(stepdowns),
+	GAUGE(commit),
 	GAUGE(commit_us_p50), GAUGE(commit_us_p99), GAUGE(commit_us_max), COUNTER(handovers),
 	COUNTER(handovers_abandoned), COUNTER(timeout_now), COUNTER(commands_handover),
 	COUNTER(tape_send_waits), COUNTER(flow_status_received), COUNTER(flow_status_bad),
@@ -303,6 +304,7 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->raft_requests_served = rs.requests_served;
 		out->truncations = rs.truncations;
 		out->stale_ignored = rs.stale_ignored;
+		out->terms_refused = rs.terms_refused;
 		out->stepdowns = rs.stepdowns;
 		out->handovers = rs.transfers;
 		out->handovers_abandoned = rs.transfers_abandoned;

@@ -376,6 +376,28 @@ static void on_raft_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	seq_group_done(s, raft_tick(s->raft, s->now_ns));
 }
 
+/* After raft_receive: a message whose term raft refused as insane (a
+ * forged or broken datagram, RAFT_TERM_STEP_MAX) gets a line naming its
+ * source (rate-limited). */
+static void raft_term_check(struct sequencer *s, const struct raft_msg *m,
+			    const struct sockaddr_in *from)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(1, 5);
+	struct raft_stats rs;
+	char a[32];
+
+	raft_get_stats(s->raft, &rs);
+	if (rs.terms_refused == s->terms_refused_seen)
+		return;
+	s->terms_refused_seen = rs.terms_refused;
+	net_format_addr(from, a, sizeof(a));
+	log_ratelimited(&rl, LOG_LVL_WARNING,
+			"raft %s from %s (node %d) refused: term %llu against ours %llu (a member "
+			"moves at most %llu terms at once; entries never newer than their message)",
+			raft_msg_name(m->type), a, m->from, (unsigned long long)m->term,
+			(unsigned long long)raft_term(s->raft), (unsigned long long)RAFT_TERM_STEP_MAX);
+}
+
 static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sequencer *s = container_of(w, struct sequencer, raft_io);
@@ -412,6 +434,7 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			s->st.raft_received++;
 			r = raft_receive(s->raft, &m, s->now_ns);
+			raft_term_check(s, &m, &s->raft_in.addrs[i]);
 		}
 		if ((unsigned)n < s->raft_in.n)
 			break;
@@ -515,6 +538,13 @@ int seq_group_open(struct sequencer *s)
 			return r;
 	}
 	r = raft_open(&s->raft, &rc, &io, mono_ns());
+	if (r == -ERANGE) {
+		log_err("raft: the saved term (%llu) or the journal's last term is at or beyond "
+			"%llu, which no history of elections reaches: the state file or journal is "
+			"damaged or was forged; restore this node's state directory",
+			(unsigned long long)rc.term, (unsigned long long)RAFT_TERM_LIMIT);
+		return r;
+	}
 	if (r < 0) {
 		log_err("raft: %s", strerror(-r));
 		return r;

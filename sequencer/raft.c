@@ -439,6 +439,8 @@ static int start_election(struct raft *r, uint64_t now)
 {
 	int e;
 
+	if (r->term >= RAFT_TERM_LIMIT)
+		return 0; /* never: raft_open and raft_receive keep terms below */
 	r->term++;
 	r->voted_for = r->cfg.id;
 	r->primary = RAFT_NOBODY;
@@ -680,12 +682,28 @@ static int on_append(struct raft *r, const struct raft_msg *m, uint64_t now)
 
 /* ---- the entry points ---- */
 
+/* A term no member can have reached by elections, or entries of a term
+ * newer than the message that carries them: counted, never adopted. */
+static int term_insane(struct raft *r, const struct raft_msg *m)
+{
+	if (m->term > r->term && m->term - r->term > RAFT_TERM_STEP_MAX) {
+		r->stats.terms_refused++;
+		return 1;
+	}
+	for (size_t i = 0; m->type == RAFT_MSG_APPEND && i < m->n_entries; i++)
+		if (m->entries[i].term > m->term) {
+			r->stats.terms_refused++;
+			return 1;
+		}
+	return 0;
+}
+
 int raft_receive(struct raft *r, const struct raft_msg *m, uint64_t now)
 {
 	int e;
 
 	if (m->from < 0 || m->from >= r->cfg.n_nodes || m->from == r->cfg.id ||
-	    (unsigned)m->type >= RAFT_MSG_MAX)
+	    (unsigned)m->type >= RAFT_MSG_MAX || term_insane(r, m))
 		return 0;
 	if (m->type == RAFT_MSG_VOTE)
 		return on_vote(r, m, now);
@@ -774,6 +792,8 @@ int raft_open(struct raft **out, const struct raft_config *cfg, const struct raf
 	    !io->append_term_start || !io->truncate_after || !io->save_state || !io->send ||
 	    !io->random)
 		return -EINVAL;
+	if (cfg->term >= RAFT_TERM_LIMIT || io->term_at(io->ctx, io->last_seq(io->ctx)) >= RAFT_TERM_LIMIT)
+		return -ERANGE;
 	if (!(r = calloc(1, sizeof(*r))))
 		return -ENOMEM;
 	r->cfg = *cfg;

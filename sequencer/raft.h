@@ -180,6 +180,7 @@ struct raft_stats {
 	uint64_t requests_served;
 	uint64_t truncations;
 	uint64_t stale_ignored; /* messages of an older term */
+	uint64_t terms_refused; /* terms beyond RAFT_TERM_STEP_MAX ahead, or entries newer than their message */
 	uint64_t refused; /* messages that would have undone a commit */
 	uint64_t stepdowns; /* check-quorum */
 	uint64_t transfers; /* hand-overs started (raft_transfer) */
@@ -187,13 +188,26 @@ struct raft_stats {
 	uint64_t timeout_now; /* TIMEOUT_NOW obeyed: elections started at once */
 };
 
+/* A message may raise a member's term by at most this much: a term that far
+ * ahead is a forged or broken message, not a history of elections (a
+ * million failovers), and adopting it would let one datagram with term
+ * 2^64-1 wrap the group's term and leave it without a primary for good.
+ * Such a message is ignored and counted (terms_refused). A member that
+ * really is this far behind (restored from an old backup) stays a standby
+ * that does not follow: the operator restores its state file. Terms never
+ * reach RAFT_TERM_LIMIT, so they never wrap: raft_open refuses a saved term
+ * or journal beyond it (-ERANGE), and no election starts there. */
+#define RAFT_TERM_STEP_MAX (1ull << 20)
+#define RAFT_TERM_LIMIT (UINT64_MAX - RAFT_TERM_STEP_MAX)
+
 struct raft;
 
 /* Creates the state machine, a standby, at time now (a group of one elects
  * itself at the first tick). io is copied. A journal whose last term is newer
  * than cfg->term (a lost state file) raises the term to it, with the vote
  * taken as given to this node: whether it voted is unknown. Returns 0,
- * -EINVAL for a bad config, -ENOMEM. */
+ * -EINVAL for a bad config, -ERANGE for a term at RAFT_TERM_LIMIT or beyond
+ * (a damaged or forged state file or journal), -ENOMEM. */
 int raft_open(struct raft **out, const struct raft_config *cfg, const struct raft_io *io,
 	      uint64_t now);
 void raft_close(struct raft *r); /* accepts NULL */

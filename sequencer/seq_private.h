@@ -100,6 +100,7 @@ struct sequencer {
 	struct rx_rng rng;
 	struct rx_drop drop_cmd, drop_req, drop_retrans, drop_raft;
 	uint64_t rxq_cmd, rxq_req, rxq_retrans, rxq_raft;
+	uint64_t terms_refused_seen; /* raft_stats.terms_refused already logged */
 	int fatal; /* a journal error inside a delivery: negative errno */
 
 	struct seq_gw gw[SEQ_GW_SLOTS];

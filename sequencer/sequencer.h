@@ -120,6 +120,7 @@ struct seq_stats {
 	uint64_t raft_requests_served;
 	uint64_t truncations;
 	uint64_t stale_ignored; /* raft messages of an older term */
+	uint64_t terms_refused; /* raft messages of an impossible term (RAFT_TERM_STEP_MAX) */
 	uint64_t stepdowns; /* check-quorum */
 	uint64_t commit; /* highest committed seq known */
 	/* a group's primary: a replicated tape datagram until its commit (a

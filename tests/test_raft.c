@@ -1620,6 +1620,58 @@ START_TEST(older_term_is_fenced)
 }
 END_TEST
 
+/* A term far beyond any history of elections (a forged VOTE with term
+ * 2^64-1, an APPEND whose entries are newer than itself) is refused and
+ * counted: the node keeps its term and vote, sends nothing, and a state
+ * already at the limit does not open (issue 15: one datagram left a group
+ * without a primary for good). */
+START_TEST(insane_terms_are_refused)
+{
+	struct sim *s = bench(3);
+	struct node *n = &s->nodes[0];
+	uint64_t id = 7;
+	struct raft_entry e = { 9, &id, sizeof(id) };
+	struct raft_stats st;
+	struct raft *r2;
+	struct raft_config cfg = { .id = 0, .n_nodes = 3, .term = RAFT_TERM_LIMIT,
+				   .voted_for = RAFT_NOBODY };
+	struct raft_io io = sim_io;
+
+	n->term = 5;
+	sim_start(s);
+	recv_msg(s, 0,
+		 (struct raft_msg){
+			 .type = RAFT_MSG_VOTE, .from = 1, .term = UINT64_MAX, .seq = 9, .seq_term = 5 },
+		 NULL);
+	recv_msg(s, 0,
+		 (struct raft_msg){ .type = RAFT_MSG_HEARTBEAT,
+				    .from = 2,
+				    .term = 5 + RAFT_TERM_STEP_MAX + 1 },
+		 NULL);
+	/* entries of term 9 in an APPEND of term 6 */
+	recv_msg(s, 0,
+		 (struct raft_msg){
+			 .type = RAFT_MSG_APPEND, .from = 2, .term = 6, .seq = 0, .n_entries = 1 },
+		 &e);
+	ck_assert_uint_eq(s->n_heap, 0); /* no answer to any */
+	ck_assert_uint_eq(raft_term(n->r), 5);
+	ck_assert_uint_eq(n->term, 5); /* nothing persisted */
+	ck_assert_uint_eq(n->len, 0);
+	raft_get_stats(n->r, &st);
+	ck_assert_uint_eq(st.terms_refused, 3);
+	/* the largest step allowed is taken */
+	recv_msg(s, 0,
+		 (struct raft_msg){
+			 .type = RAFT_MSG_HEARTBEAT, .from = 2, .term = 5 + RAFT_TERM_STEP_MAX },
+		 NULL);
+	ck_assert_uint_eq(raft_term(n->r), 5 + RAFT_TERM_STEP_MAX);
+	drop_msgs(s);
+	io.ctx = &s->nodes[1];
+	ck_assert_int_eq(raft_open(&r2, &cfg, &io, s->now), -ERANGE);
+	bench_free(s);
+}
+END_TEST
+
 START_TEST(primary_commits_on_a_majority_of_its_term)
 {
 	static const uint64_t terms[] = { 1, 1 };
@@ -2041,6 +2093,7 @@ int main(int argc, char **argv)
 	tcase_add_test(unit, mismatch_cuts_and_asks_from_the_previous_run);
 	tcase_add_test(unit, gap_asks_for_a_retransmission_and_repeats);
 	tcase_add_test(unit, older_term_is_fenced);
+	tcase_add_test(unit, insane_terms_are_refused);
 	tcase_add_test(unit, primary_commits_on_a_majority_of_its_term);
 	tcase_add_test(unit, primary_cut_off_steps_down);
 	tcase_add_test(unit, hand_over_to_a_standby);
