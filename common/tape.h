@@ -42,6 +42,21 @@ struct tape_event_view {
 	size_t body_len;
 };
 
+/* The most a tape event's term may exceed the term of the event before it
+ * (the same bound as a raft message's, RAFT_TERM_STEP_MAX: a million
+ * elections). A receiver refuses an event further ahead as forged or broken,
+ * as it refuses one of an older term than the event before it (fencing:
+ * terms never decrease along the tape, so such an event is a deposed
+ * primary's or a stale journal's), and asks for it again. */
+#define TAPE_TERM_STEP_MAX (1ull << 20)
+
+/* 1 when an event of term `term` cannot follow one of term `prev` on the
+ * tape (prev 0: nothing before it is known). */
+static inline int tape_term_fenced(uint64_t prev, uint64_t term)
+{
+	return term < prev || (prev && term - prev > TAPE_TERM_STEP_MAX);
+}
+
 /* The largest encoding of an Event without its command, origin bytes
  * included: six 10-byte varints with their tags, the origin's tag and
  * length, and the command's tag and length. */

@@ -51,7 +51,7 @@ static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t 
 		g->tape.s.next = seq + 1;
 		return 0;
 	}
-	if (v.term < g->tape.term) {
+	if (tape_term_fenced(g->tape.term, v.term)) {
 		g->st.tape_fenced++;
 		return -1;
 	}

@@ -43,8 +43,10 @@ void matcher_set_state(struct matcher *m, enum matcher_state s)
 
 /* --- applying the tape ------------------------------------------------------ */
 
-/* Applies the event at m->next_seq. Returns 0, or -EAGAIN when it is not
- * committed yet (the caller stops and waits for the commit position). */
+/* Applies the event at m->next_seq. Returns 0, -EAGAIN when it is not
+ * committed yet (the caller stops and waits for the commit position), or
+ * -ESTALE when its term cannot follow the last one (tape_term_fenced: a
+ * deposed primary's, or forged): it is forgotten and asked for again. */
 static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uint16_t len)
 {
 	struct tape_event_view v;
@@ -57,8 +59,15 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 				"tape seq %llu: malformed event skipped", (unsigned long long)seq);
 		return 0;
 	}
-	if (v.term > m->term)
-		m->term = v.term;
+	if (tape_term_fenced(m->term, v.term)) {
+		m->st.tape_fenced++;
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
+				"tape seq %llu: term %llu cannot follow term %llu: refused",
+				(unsigned long long)seq, (unsigned long long)v.term,
+				(unsigned long long)m->term);
+		return -ESTALE;
+	}
+	m->term = v.term;
 	if (v.commit > m->commit)
 		m->commit = v.commit;
 	if (seq > m->commit)
@@ -131,8 +140,11 @@ static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 	/* Not committed yet: rx keeps the event and offers it again at
 	 * rx_resume(), after the next packet or tick. */
 	struct matcher *m = ctx;
+	int r = apply_event(m, seq, data, len);
 
-	if (apply_event(m, seq, data, len) < 0)
+	if (r == -ESTALE)
+		return RX_REJECT;
+	if (r < 0)
 		return RX_HOLD;
 	if (seq == m->cfg->test_fault_diverge_at)
 		fault_diverge(m, seq);

@@ -10,6 +10,9 @@
 #include "tape.h"
 #include "wire.h"
 
+_Static_assert(RAFT_TERM_STEP_MAX == TAPE_TERM_STEP_MAX,
+	       "a term moves as far on the tape as in the group");
+
 static const uint8_t raft_magic[4] = { 'L', 'S', 'R', 'F' };
 
 size_t seq_raft_encode(uint8_t *out, const struct raft_msg *m, const struct mold_session *sess)

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# A forged raft term does not leave the group without a primary (issue 15,
-# "fencing and sanity"). Before, one VOTE with term 2^64-1 made every member
+# Forged terms (issue 15, "fencing and sanity"). First the tape: an event at
+# the matchers' next seq with term 2^64-1 (multicast on the tape group, as
+# a stray sender on the network would) is refused by both replicas
+# (tape_fenced) and asked for again; the real event is applied, the
+# replicas agree and orders flow. Then the group: a forged raft term does
+# not leave it without a primary. Before, one VOTE with term 2^64-1 made every member
 # adopt and save that term; the next election wrapped it to 0 and the group
 # never elected a primary again, even across restarts. Here a 3-sequencer
 # group gets, on every member's raft port, a VOTE and a HEARTBEAT with term
@@ -17,6 +21,49 @@ cluster_up
 
 p0=$(primary_node)
 term0=$(status_get "$p0" term)
+
+# ---- the tape: one event at the next seq, term 2^64-1, committed
+tape=$(sed -n 's/^tape_group = //p' "$T/matcher-1.conf")
+[ -n "$tape" ] || tape=$(sed -n 's/^tape_group = //p' "$T/seq-1.conf")
+next=$(($(status_get matcher-1 seq) + 1))
+python3 - "$tape" "$next" <<'PY'
+import socket, struct, sys, time
+group, port = sys.argv[1].rsplit(":", 1)
+seq = int(sys.argv[2])
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+def field(num, v):
+    return varint(num << 3) + varint(v)
+event = field(1, (1 << 64) - 1) + field(2, seq) + field(3, time.time_ns()) + field(6, seq) + \
+    varint(10 << 3 | 2) + varint(0)  # an empty Command
+pkt = b"TAPE".ljust(10) + struct.pack(">QH", seq, 1) + struct.pack(">H", len(event)) + event
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+s.sendto(pkt, (group, int(port)))
+PY
+for m in matcher-1 matcher-2; do
+	f=0
+	for _ in $(seq 1 30); do
+		f=$(stat_get "$m" tape_fenced)
+		[ "${f:-0}" -ge 1 ] && break
+		sleep 0.1
+	done
+	[ "${f:-0}" -ge 1 ] || fail "$m: tape_fenced ${f:-none}: the forged event was not refused"
+done
+"$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 200 --window 8 --timeout 20 \
+	>"$T/bench0.out" 2>&1 || { cat "$T/bench0.out"; fail "orders did not flow after a forged tape event"; }
+agree matcher-1 matcher-2
+info "a tape event of term 2^64-1 at seq $next refused by both replicas; orders flow, they agree"
+
+# ---- the group
 peers=$(sed -n 's/^peers = //p' "$T/seq-1.conf")
 [ -n "$peers" ] || fail "no peers in seq-1.conf"
 
