@@ -377,7 +377,7 @@ void uring_tx_destroy(struct uring_tx *t)
 	free(t);
 }
 
-/* Slots [from, count) in one linked chain, one io_uring_enter that also
+/* Slots [from, count) (at most t->slots) in one linked chain, one io_uring_enter that also
  * waits for their completions (the kernel completes a datagram send
  * inline): how many in a row went from `from`; *err is what stopped the
  * chain (0: nothing). */
@@ -425,11 +425,15 @@ int uring_tx_send(struct uring_tx *t, struct net_batch *b, int fd, unsigned coun
 	unsigned sent = 0;
 	int err = 0;
 
-	if (count > b->n || count > t->slots)
+	if (count > b->n)
 		return -EINVAL;
 	net_batch_send_prepare(b, count);
 	while (sent < count) {
-		sent += tx_round(t, b, fd, sent, count, &err);
+		unsigned end = count - sent > t->slots ? sent + t->slots : count;
+
+		sent += tx_round(t, b, fd, sent, end, &err);
+		if (sent < count && sent == end && err == 0)
+			continue; /* the next chain */
 		if (sent == count || (err != EAGAIN && err != ENOBUFS && err != ECANCELED))
 			break;
 		if (!deadline) {

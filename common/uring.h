@@ -100,15 +100,15 @@ void uring_rx_stats(const struct uring_rx *u, struct uring_rx_stats *out);
 
 struct uring_tx;
 
-/* A send ring for batches of up to `slots` datagrams. Errors as
- * uring_rx_create. */
+/* A send ring that submits up to `slots` datagrams a system call (a larger
+ * batch goes in several chains, in order). Errors as uring_rx_create. */
 int uring_tx_create(struct uring_tx **out, unsigned slots);
 void uring_tx_destroy(struct uring_tx *t); /* accepts NULL */
 /* net_batch_send_wait() through the ring: slots [0, count) of b on fd, in
  * order, waiting out a full socket buffer (EAGAIN) or device queue
  * (ENOBUFS) for at most wait_ns in all; *waits (may be NULL) counts the
  * sends that waited. How many went, or a negative errno when none did and
- * the error was not one of those. count <= slots and <= b->n. */
+ * the error was not one of those. count <= b->n. */
 int uring_tx_send(struct uring_tx *t, struct net_batch *b, int fd, unsigned count,
 		  uint64_t wait_ns, uint64_t *waits);
 
