@@ -107,5 +107,6 @@ void iopath_counters(const struct iopath *p, struct counters *out)
 	const uint64_t v[] = { p->rx != NULL, s.datagrams, s.enobufs, s.rearms,
 			       s.truncated, s.errors, s.wakeups };
 	_Static_assert(ARRAY_SIZE(v) == ARRAY_SIZE(defs), "a name for every value");
+	_Static_assert(ARRAY_SIZE(v) == IOPATH_N_COUNTERS, "IOPATH_N_COUNTERS");
 	counters_add_table(out, defs, v, ARRAY_SIZE(defs));
 }

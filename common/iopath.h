@@ -46,7 +46,9 @@ int iopath_send(struct iopath *p, struct net_batch *b, int fd, unsigned count, u
 		uint64_t *waits);
 /* "mmsg" or "uring" (STATUS). */
 const char *iopath_name(const struct iopath *p);
-/* STATS: io_uring (gauge, 1 when in use) and the receive ring's counters. */
+/* STATS: io_uring (gauge, 1 when in use) and the receive ring's counters,
+ * IOPATH_N_COUNTERS values. */
+#define IOPATH_N_COUNTERS 7
 void iopath_counters(const struct iopath *p, struct counters *out);
 
 #endif
