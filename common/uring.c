@@ -326,13 +326,18 @@ int uring_rx_pending(const struct uring_rx *u)
 	return io_uring_cq_ready(&u->ring) > 0;
 }
 
-void uring_rx_done(struct uring_rx *u)
+int uring_rx_done(struct uring_rx *u)
 {
 	uint64_t one = 1;
+	/* a reap that found only the end of a receive (ENOBUFS) returned 0
+	 * datagrams, and its caller stopped without a release: re-arm here,
+	 * or that socket would never be read again */
+	int r = uring_rx_release(u);
 
 	u->cleared = 0;
 	if (uring_rx_pending(u))
 		(void)!write(u->efd, &one, sizeof(one));
+	return r;
 }
 
 void uring_rx_stats(const struct uring_rx *u, struct uring_rx_stats *out)

@@ -89,11 +89,14 @@ int uring_rx_reap(struct uring_rx *u, unsigned max, const struct uring_msg **msg
  * the receives that ended. 0, or a negative errno from the submit (the
  * re-arm is tried again at the next release). */
 int uring_rx_release(struct uring_rx *u);
-/* The end of a wakeup's reaps, before returning to the loop: when
- * completions are left (the caller stopped at its limit, as recvmmsg
- * callers stop at NET_DRAIN_ROUNDS), makes the eventfd readable again, so
- * that the loop comes back to them after its other watchers. */
-void uring_rx_done(struct uring_rx *u);
+/* The end of a wakeup's reaps, before returning to the loop, whatever the
+ * reaps returned (one that returned 0 may have seen a receive end): does
+ * what uring_rx_release() does (a reap can find only the end of a receive,
+ * and no datagram to release), then, when completions are left (the caller
+ * stopped at its limit, as recvmmsg callers stop at NET_DRAIN_ROUNDS),
+ * makes the eventfd readable again, so that the loop comes back to them
+ * after its other watchers. Returns what the release returned. */
+int uring_rx_done(struct uring_rx *u);
 /* 1 when completions are waiting. */
 int uring_rx_pending(const struct uring_rx *u);
 void uring_rx_stats(const struct uring_rx *u, struct uring_rx_stats *out);

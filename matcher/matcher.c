@@ -350,7 +350,9 @@ static void on_tape_uring(struct ev_loop *loop, ev_io *w, int revents)
 		if ((unsigned)n < m->rx.n)
 			break;
 	}
-	uring_rx_done(m->io.rx);
+	if ((r = uring_rx_done(m->io.rx)) < 0)
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
+				strerror(-r));
 	tape_wakeup_end(m);
 }
 

@@ -341,7 +341,9 @@ static void on_cmd_uring(struct ev_loop *loop, ev_io *w, int revents)
 		if ((unsigned)n < s->in.n)
 			break;
 	}
-	uring_rx_done(s->io.rx);
+	if ((r = uring_rx_done(s->io.rx)) < 0)
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
+				strerror(-r));
 	cmd_wakeup_end(s);
 }
 
