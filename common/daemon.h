@@ -15,6 +15,7 @@
 #include "config.h"
 #include "counters.h"
 #include "ctl.h"
+#include "uring.h"
 
 #define DAEMON_MAX_OVERRIDES 64
 
@@ -41,6 +42,7 @@ struct node_config {
 	 * ("": any), and how its loop waits for work */
 	char cpus[64];
 	int wait; /* enum daemon_wait */
+	int io; /* enum uring_io: the datagram path asked for (iopath.h) */
 };
 
 enum daemon_wait {
@@ -70,7 +72,10 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	{ "node", "wait", CONFIG_ENUM, offsetof(type, member.wait), 0, "block", 0, 0, \
 	  daemon_wait_names, \
 	  "block (sleep until there is work) or spin (poll without sleeping: lower latency, a " \
-	  "whole core; needs cpus, and one core per spinning daemon)" }
+	  "whole core; needs cpus, and one core per spinning daemon)" }, \
+	{ "node", "io", CONFIG_ENUM, offsetof(type, member.io), 0, "mmsg", 0, 0, uring_io_names, \
+	  "datagram path: mmsg (recvmmsg/sendmmsg) or uring (io_uring: multishot receive " \
+	  "into provided buffers, batched sends; falls back to mmsg where the kernel refuses it)" }
 
 /* What a daemon is to the skeleton. `self` is the daemon's own object, made
  * by open. Every hook runs on the loop's thread. */

@@ -614,8 +614,7 @@ int net_batch_recv_counted(struct net_batch *b, int fd, uint64_t *rxq)
 	return n;
 }
 
-/* Fills the message headers of slots [0, count). */
-static void batch_send_prepare(struct net_batch *b, unsigned count)
+void net_batch_send_prepare(struct net_batch *b, unsigned count)
 {
 	for (unsigned i = 0; i < count; i++) {
 		struct msghdr *h = &b->msgs[i].msg_hdr;
@@ -661,16 +660,14 @@ int net_batch_send(struct net_batch *b, int fd, unsigned count)
 
 	if (count > b->n)
 		return -EINVAL;
-	batch_send_prepare(b, count);
+	net_batch_send_prepare(b, count);
 	sent = batch_send_from(b, fd, 0, count, &err);
 	if (sent == 0 && err && err != EAGAIN && err != EWOULDBLOCK)
 		return -err;
 	return (int)sent;
 }
 
-/* Waits until fd can take a datagram (EAGAIN) or a moment (ENOBUFS), at
- * most until `deadline`; 0, or -1 when the time is up. */
-static int send_room_wait(int fd, int err, uint64_t deadline)
+int net_send_room_wait(int fd, int err, uint64_t deadline)
 {
 	uint64_t now = mono_ns();
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
@@ -697,7 +694,7 @@ int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wa
 
 	if (count > b->n)
 		return -EINVAL;
-	batch_send_prepare(b, count);
+	net_batch_send_prepare(b, count);
 	for (;;) {
 		sent += batch_send_from(b, fd, sent, count, &err);
 		if (sent == count || (err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS))
@@ -707,7 +704,7 @@ int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wa
 			if (waits)
 				(*waits)++; /* sends that waited, not rounds */
 		}
-		if (send_room_wait(fd, err, deadline) < 0)
+		if (net_send_room_wait(fd, err, deadline) < 0)
 			break;
 	}
 	if (sent == 0 && err && err != EAGAIN && err != EWOULDBLOCK && err != ENOBUFS)

@@ -115,6 +115,12 @@ int net_batch_send(struct net_batch *b, int fd, unsigned count);
  * did and the error was not one of those. */
 int net_batch_send_wait(struct net_batch *b, int fd, unsigned count, uint64_t wait_ns,
 			uint64_t *waits);
+/* The two halves of net_batch_send_wait() for another sender (uring.h):
+ * fills the message headers of slots [0, count) from lens and addrs; and
+ * waits until fd can take a datagram (err EAGAIN) or a moment (ENOBUFS), at
+ * most until `deadline` (mono_ns): 0, or -1 when the time is up. */
+void net_batch_send_prepare(struct net_batch *b, unsigned count);
+int net_send_room_wait(int fd, int err, uint64_t deadline);
 /* How long the daemons' streams (tape, exec, commands) wait for room. */
 #define NET_SEND_WAIT_NS (10 * 1000000ull)
 

@@ -293,6 +293,9 @@ static void gw_status(void *self, Lockstep__ControlReply *reply)
 	reply->seq = g->tape.last;
 	reply->commit = g->tape.commit;
 	reply->ouch = g->sess.ouch_addr;
+	/* the gateway's streams are few and its load is TCP: it stays on
+	 * recvmmsg/sendmmsg whatever [node] io says */
+	reply->io = (char *)uring_io_names[URING_IO_MMSG];
 	gw_pools(g, reply);
 }
 
@@ -389,6 +392,8 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	rc = open_parts(g);
 	if (rc < 0)
 		goto out_free;
+	if (cfg->node.io == URING_IO_URING)
+		log_info("io = uring: the gateway's datagrams stay on recvmmsg/sendmmsg");
 	ev_prepare_init(&g->prepare, on_prepare);
 	ev_prepare_start(loop, &g->prepare);
 	ev_timer_init(&g->tick, on_tick, 0.01, 0.01);

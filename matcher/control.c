@@ -72,6 +72,7 @@ static void matcher_status(void *self, Lockstep__ControlReply *r)
 	r->hash = engine_hash(m->engine);
 	r->partition = (uint32_t)m->cfg->partition;
 	r->snapshot_seq = m->snap_last;
+	r->io = (char *)iopath_name(&m->io);
 	if (m->diverged)
 		r->message = m->div_msg;
 	matcher_pools(m, r);
@@ -103,6 +104,7 @@ static void matcher_stats(void *self, struct counters *out)
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));
+	iopath_counters(&m->io, out);
 }
 
 /* SNAPSHOT: one now, of the state as applied. */

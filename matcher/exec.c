@@ -46,8 +46,8 @@ void matcher_exec_flush(struct matcher *m)
 		exec_end_packet(m);
 	if (m->tx_count == 0)
 		return;
-	int sent = net_batch_send_wait(&m->tx, m->exec_fd, m->tx_count, NET_SEND_WAIT_NS,
-				       &m->st.exec_send_waits);
+	int sent = iopath_send(&m->io, &m->tx, m->exec_fd, m->tx_count, NET_SEND_WAIT_NS,
+			       &m->st.exec_send_waits);
 	if (sent < (int)m->tx_count)
 		m->st.exec_send_errors += m->tx_count - (unsigned)(sent < 0 ? 0 : sent);
 	m->st.exec_packets += m->tx_count;

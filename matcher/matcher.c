@@ -305,6 +305,19 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	m->st.flow_status_sent++;
 }
 
+/* The end of a wakeup of the tape: held events, the executions, the
+ * state, the flow status, the request timer. */
+static void tape_wakeup_end(struct matcher *m)
+{
+	if (rx_holding(m->tape_rx))
+		rx_resume(m->tape_rx, m->now);
+	matcher_exec_flush(m);
+	if (m->heard && rx_missing(m->tape_rx) == 0 && !rx_holding(m->tape_rx))
+		matcher_set_state(m, M_LIVE);
+	flow_status_send(m, m->now);
+	rx_arm(m);
+}
+
 static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct matcher *m = w->data;
@@ -327,13 +340,37 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 		if ((unsigned)n < m->rx.n)
 			break;
 	}
-	if (rx_holding(m->tape_rx))
-		rx_resume(m->tape_rx, m->now);
-	matcher_exec_flush(m);
-	if (m->heard && rx_missing(m->tape_rx) == 0 && !rx_holding(m->tape_rx))
-		matcher_set_state(m, M_LIVE);
-	flow_status_send(m, m->now);
-	rx_arm(m);
+	tape_wakeup_end(m);
+}
+
+/* [node] io = uring: the tape and the request socket through the ring,
+ * as many datagrams a round as a recvmmsg of the batch. */
+static void on_tape_uring(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct matcher *m = w->data;
+	const struct uring_msg *msg;
+	int n, r;
+
+	(void)loop;
+	(void)revents;
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		n = uring_rx_reap(m->io.rx, m->rx.n, &msg);
+		if (n <= 0)
+			break;
+		m->now = mono_ns();
+		for (int i = 0; i < n; i++)
+			on_tape_packet(m, msg[i].data, msg[i].len, msg[i].tag == MATCHER_TAG_REQ,
+				       msg[i].from);
+		if ((r = uring_rx_release(m->io.rx)) < 0)
+			log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
+					strerror(-r));
+		if ((unsigned)n < m->rx.n)
+			break;
+	}
+	if ((r = uring_rx_done(m->io.rx)) < 0)
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
+				strerror(-r));
+	tape_wakeup_end(m);
 }
 
 /* --- the tick ------------------------------------------------------------- */
@@ -362,6 +399,30 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* --- set-up ---------------------------------------------------------------- */
+
+/* [node] io = uring: the tape and request sockets on a receive ring of
+ * at least twice the batch of buffers (a round of reaping gives them back
+ * while the kernel fills the rest), the exec stream on a send ring. */
+static int open_io(struct matcher *m)
+{
+	unsigned bufs = 64;
+	struct uring_rx_config rc = { .payload = 65536, .max_reap = m->rx.n };
+	int err;
+
+	while (bufs < 2 * m->rx.n)
+		bufs *= 2;
+	rc.bufs = bufs;
+	err = iopath_open(&m->io, m->cfg->node.io, &rc, m->tx.n, "matcher");
+	if (err < 0) {
+		log_err("io_uring: %s", strerror(-err));
+		return err;
+	}
+	(void)iopath_rx_add(&m->io, m->tape_fd, MATCHER_TAG_TAPE, &m->rxq_tape, "matcher");
+	(void)iopath_rx_add(&m->io, m->req_fd, MATCHER_TAG_REQ, &m->rxq_req, "matcher");
+	if (iopath_uring(&m->io))
+		log_info("io = uring: the tape through io_uring (%u buffers)", bufs);
+	return 0;
+}
 
 /* The [matcher] addresses, then the sockets: the tape's, the tape request
  * socket, the execution stream's (exec.c), the checkpoints' (checkpoint.c). */
@@ -399,6 +460,8 @@ static int open_sockets(struct matcher *m)
 	}
 	rxpath_bufsize_check("tape request socket", &rrcv);
 	if ((err = matcher_exec_open(m, &local)) < 0)
+		return err;
+	if ((err = open_io(m)) < 0)
 		return err;
 	return c->checkpoint_interval ? matcher_checkpoint_open(m) : 0;
 }
@@ -502,10 +565,14 @@ static void start_watchers(struct matcher *m)
 {
 	ev_io_init(&m->tape_io, on_tape, m->tape_fd, EV_READ);
 	m->tape_io.data = m;
-	ev_io_start(m->loop, &m->tape_io);
 	ev_io_init(&m->req_io, on_tape, m->req_fd, EV_READ);
 	m->req_io.data = m;
-	ev_io_start(m->loop, &m->req_io);
+	if (iopath_uring(&m->io)) {
+		iopath_start(&m->io, m->loop, on_tape_uring, m);
+	} else {
+		ev_io_start(m->loop, &m->tape_io);
+		ev_io_start(m->loop, &m->req_io);
+	}
 	ev_init(&m->rx_timer, on_rx_timer);
 	m->rx_timer.data = m;
 	matcher_exec_start(m);
@@ -578,11 +645,13 @@ void matcher_close(struct matcher *m)
 	if (m->loop) {
 		ev_io_stop(m->loop, &m->tape_io);
 		ev_io_stop(m->loop, &m->req_io);
+		iopath_stop(&m->io, m->loop);
 		ev_io_stop(m->loop, &m->retrans_io);
 		ev_io_stop(m->loop, &m->ck_io);
 		ev_timer_stop(m->loop, &m->tick);
 		ev_timer_stop(m->loop, &m->rx_timer);
 	}
+	iopath_close(&m->io); /* before the sockets it reads */
 	if (m->tape_fd >= 0)
 		close(m->tape_fd);
 	if (m->exec_fd >= 0)

@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "convert.h"
 #include "engine.h"
+#include "iopath.h"
 #include "log.h"
 #include "matcher.h"
 #include "moldudp64.h"
@@ -64,6 +65,8 @@ struct matcher_checkpoint_slot {
 	uint8_t vote; /* enum matcher_vote */
 };
 
+enum { MATCHER_TAG_TAPE, MATCHER_TAG_REQ };
+
 struct matcher {
 	struct ev_loop *loop;
 	const struct matcher_config *cfg;
@@ -99,6 +102,9 @@ struct matcher {
 	uint64_t term; /* highest term seen */
 	uint64_t commit;
 	int heard; /* a packet of the tape has arrived */
+	/* [node] io: under uring the tape and request sockets are read
+	 * through io.rx (tags MATCHER_TAG_*), the exec stream sent through io.tx */
+	struct iopath io;
 
 	/* the execution stream */
 	int exec_fd, retrans_fd;

@@ -92,6 +92,10 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 			printf(", \"ouch\": ");
 			json_str(r->ouch);
 		}
+		if (r->io && r->io[0]) {
+			printf(", \"io\": ");
+			json_str(r->io);
+		}
 		for (size_t i = 0; i < r->n_pools; i++) {
 			printf("%s", i ? ", " : ", \"pools\": {");
 			json_str(r->pools[i]->name);
@@ -116,6 +120,8 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 		       (unsigned long long)r->hash, (unsigned long long)r->snapshot_seq);
 	if (r->ouch && r->ouch[0])
 		printf(" ouch=%s", r->ouch);
+	if (r->io && r->io[0])
+		printf(" io=%s", r->io);
 	print_pools(r);
 	if (r->message && r->message[0])
 		printf(" (%s)", r->message);

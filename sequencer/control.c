@@ -216,6 +216,7 @@ static void seq_status(void *self, Lockstep__ControlReply *reply)
 	reply->term = s->term;
 	reply->seq = journal_last_seq(s->journal);
 	reply->commit = s->commit;
+	reply->io = (char *)iopath_name(&s->io);
 	if (s->raft && raft_transfer_target(s->raft) != RAFT_NOBODY) {
 		snprintf(msg, sizeof(msg), "handing over to node %d",
 			 raft_transfer_target(s->raft));
@@ -229,6 +230,7 @@ static void seq_stats(void *self, struct counters *out)
 
 	seq_get_stats(self, &st);
 	counters_add_table(out, seq_counters, (const uint64_t *)&st, SEQ_N_COUNTERS);
+	iopath_counters(&((struct sequencer *)self)->io, out);
 }
 
 static int seq_control(void *self, const Lockstep__ControlRequest *req,

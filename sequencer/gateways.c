@@ -257,6 +257,29 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 	return s->fatal;
 }
 
+/* The end of a round of received datagrams: the tape is flushed. 0, or
+ * -1 after a fatal journal error (the node is stopping). */
+static int cmd_round_end(struct sequencer *s, int r)
+{
+	if (r == 0)
+		r = seq_tape_flush(s);
+	if (r < 0) {
+		seq_fail(s, "journal", r);
+		return -1;
+	}
+	return 0;
+}
+
+static void cmd_wakeup_end(struct sequencer *s)
+{
+	int r;
+
+	gw_rx_arm(s);
+	r = journal_tick(s->journal, s->now_ns / 1000000u);
+	if (r < 0)
+		seq_fail(s, "journal fsync", r);
+}
+
 /* Datagrams from the gateways: their streams on cmd_fd, answers to our
  * requests on req_fd. */
 static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
@@ -282,19 +305,46 @@ static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 		for (int i = 0; i < n && r == 0; i++)
 			r = handle_packet(s, net_batch_slot(&s->in, (unsigned)i), s->in.lens[i],
 					  &s->in.addrs[i], answer);
-		if (r == 0)
-			r = seq_tape_flush(s);
-		if (r < 0) {
-			seq_fail(s, "journal", r);
+		if (cmd_round_end(s, r) < 0)
 			return;
-		}
 		if ((unsigned)n < s->in.n)
 			break;
 	}
-	gw_rx_arm(s);
-	r = journal_tick(s->journal, s->now_ns / 1000000u);
-	if (r < 0)
-		seq_fail(s, "journal fsync", r);
+	cmd_wakeup_end(s);
+}
+
+/* [node] io = uring: both sockets through the ring, a batch a round, each
+ * round flushed to the tape as a recvmmsg round is. */
+static void on_cmd_uring(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sequencer *s = w->data;
+	const struct uring_msg *m;
+	int r;
+
+	(void)loop;
+	(void)revents;
+	for (uint64_t round = 0; round < s->cfg.drain; round++) {
+		int n = uring_rx_reap(s->io.rx, s->in.n, &m);
+
+		if (n <= 0)
+			break;
+		s->now_ns = mono_ns();
+		s->now_wall = wall_ns();
+		r = 0;
+		for (int i = 0; i < n && r == 0; i++)
+			r = handle_packet(s, m[i].data, m[i].len, m[i].from, m[i].tag == SEQ_TAG_REQ);
+		if (cmd_round_end(s, r) < 0)
+			return;
+		if ((r = uring_rx_release(s->io.rx)) < 0)
+			log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
+					strerror(-r));
+		if ((unsigned)n < s->in.n)
+			break;
+	}
+	if ((r = uring_rx_done(s->io.rx)) < 0)
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
+				strerror(-r));
+	cmd_wakeup_end(s);
 }
 
 /* Sends the gap requests that are due. */
@@ -377,6 +427,10 @@ void seq_gw_start(struct sequencer *s)
 	ev_io_init(&s->req_io, on_cmd_readable, s->req_fd, EV_READ);
 	s->cmd_io.data = s->req_io.data = s;
 	ev_init(&s->rx_timer, on_rx_timer);
+	if (iopath_uring(&s->io)) {
+		iopath_start(&s->io, s->loop, on_cmd_uring, s);
+		return;
+	}
 	ev_io_start(s->loop, &s->cmd_io);
 	ev_io_start(s->loop, &s->req_io);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "hist.h"
+#include "iopath.h"
 #include "log.h"
 #include "moldudp64.h"
 #include "net.h"
@@ -66,6 +67,8 @@ struct seq_flow {
 	int holding; /* the last publish stopped at the limit */
 };
 
+enum { SEQ_TAG_CMD, SEQ_TAG_REQ };
+
 struct sequencer {
 	struct seq_config cfg;
 	struct ev_loop *loop;
@@ -97,6 +100,9 @@ struct sequencer {
 	int req_fd;
 	ev_io req_io;
 	ev_timer rx_timer; /* the earliest request any gateway's rx has due */
+	/* [node] io: under uring cmd_fd and req_fd are read through io.rx
+	 * (tags SEQ_TAG_*), the tape sent through io.tx */
+	struct iopath io;
 	struct rx_rng rng;
 	struct rx_drop drop_cmd, drop_req, drop_retrans, drop_raft;
 	uint64_t rxq_cmd, rxq_req, rxq_retrans, rxq_raft;

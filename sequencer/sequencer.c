@@ -81,7 +81,7 @@ static void tape_send(struct sequencer *s, struct net_batch *b, unsigned n)
 		return;
 	for (unsigned i = 0; i < n; i++)
 		b->addrs[i] = s->group;
-	r = net_batch_send_wait(b, s->tape_fd, n, NET_SEND_WAIT_NS, &s->st.tape_send_waits);
+	r = iopath_send(&s->io, b, s->tape_fd, n, NET_SEND_WAIT_NS, &s->st.tape_send_waits);
 	if (r < 0 || (unsigned)r < n) {
 		s->st.tape_send_errors += n - (r < 0 ? 0 : (unsigned)r);
 		log_ratelimited(&rl_tape, LOG_LVL_WARNING, "tape: sent %d of %u datagrams: %s",
@@ -465,6 +465,30 @@ static int open_batches(struct sequencer *s)
 	return 0;
 }
 
+/* [node] io = uring: the command and request sockets on a receive ring
+ * (buffers: twice the batch, payloads of max_datagram as the recvmmsg
+ * slots), the tape on a send ring. */
+static int open_io(struct sequencer *s)
+{
+	unsigned bufs = 64;
+	struct uring_rx_config rc = { .payload = s->cfg.max_datagram, .max_reap = s->in.n };
+	int r;
+
+	while (bufs < 2 * s->in.n)
+		bufs *= 2;
+	rc.bufs = bufs;
+	r = iopath_open(&s->io, s->cfg.node.io, &rc, s->out.n, "sequencer");
+	if (r < 0) {
+		log_err("io_uring: %s", strerror(-r));
+		return r;
+	}
+	(void)iopath_rx_add(&s->io, s->cmd_fd, SEQ_TAG_CMD, &s->rxq_cmd, "sequencer");
+	(void)iopath_rx_add(&s->io, s->req_fd, SEQ_TAG_REQ, &s->rxq_req, "sequencer");
+	if (iopath_uring(&s->io))
+		log_info("io = uring: commands through io_uring (%u buffers)", bufs);
+	return 0;
+}
+
 static void start_watchers(struct sequencer *s)
 {
 	double hb = (double)s->cfg.heartbeat_ns / 1e9;
@@ -484,6 +508,7 @@ static void stop_watchers(struct sequencer *s)
 	ev_timer_stop(s->loop, &s->raft_timer);
 	ev_io_stop(s->loop, &s->cmd_io);
 	ev_io_stop(s->loop, &s->req_io);
+	iopath_stop(&s->io, s->loop);
 	ev_io_stop(s->loop, &s->retrans_io);
 	ev_timer_stop(s->loop, &s->heartbeat);
 	ev_timer_stop(s->loop, &s->rx_timer);
@@ -499,7 +524,8 @@ static int seq_open_steps(struct sequencer *s)
 	}
 	if ((r = seq_group_check(s)) < 0)
 		return r;
-	if ((r = open_journal(s)) < 0 || (r = open_sockets(s)) < 0 || (r = open_batches(s)) < 0)
+	if ((r = open_journal(s)) < 0 || (r = open_sockets(s)) < 0 || (r = open_batches(s)) < 0 ||
+	    (r = open_io(s)) < 0)
 		return r;
 	s->now_ns = mono_ns();
 	s->now_wall = wall_ns();
@@ -593,6 +619,7 @@ void seq_close(struct sequencer *s)
 	net_batch_fini(&s->rin);
 	net_batch_fini(&s->out);
 	net_batch_fini(&s->in);
+	iopath_close(&s->io); /* before the sockets it reads */
 	close_sockets(s);
 	seq_gw_close(s);
 	journal_close(s->journal);

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "ctl.h"
 #include "daemon.h"
+#include "iopath.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
 #include "moldudp64.h"
@@ -740,11 +741,16 @@ START_TEST(control_status_and_stats)
 	lockstep__control_reply__free_unpacked(rep, NULL);
 	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATS;
 	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
-	ck_assert_uint_eq(rep->n_counters, SEQ_N_COUNTERS);
+	ck_assert_uint_eq(rep->n_counters, SEQ_N_COUNTERS + IOPATH_N_COUNTERS);
 	for (size_t i = 0; i < rep->n_counters; i++) {
 		if (strcmp(rep->counters[i]->name, "commands_sequenced") == 0) {
 			ck_assert_uint_eq(rep->counters[i]->value, 3);
 			ck_assert_int_eq(rep->counters[i]->gauge, 0);
+			found++;
+		}
+		if (strcmp(rep->counters[i]->name, "io_uring") == 0) {
+			ck_assert_uint_eq(rep->counters[i]->value, 0); /* io = mmsg */
+			ck_assert_int_eq(rep->counters[i]->gauge, 1);
 			found++;
 		}
 		if (strcmp(rep->counters[i]->name, "journal_bytes") == 0) {
@@ -753,7 +759,7 @@ START_TEST(control_status_and_stats)
 			found++;
 		}
 	}
-	ck_assert_int_eq(found, 2);
+	ck_assert_int_eq(found, 3);
 	lockstep__control_reply__free_unpacked(rep, NULL);
 	/* a sequencer without a group has nobody to hand over to */
 	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN;
