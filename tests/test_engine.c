@@ -1436,6 +1436,55 @@ START_TEST(snapshot_million_orders)
 }
 END_TEST
 
+/* A day's worth of dead tokens: the table full of tokens of canceled
+ * orders (the dead ring), a few thousand resting. Prints what the
+ * serialization costs: the dead ring's slots are spread over the table. */
+START_TEST(snapshot_dead_tokens)
+{
+	struct engine_config cfg = { .symbols = syms, .n_symbols = 2, .max_shares = 1000000,
+				     .max_orders = 1u << 16, .max_tokens = 1u << 21,
+				     .max_levels = 4096, .max_users = 64 };
+	struct engine *e, *f;
+	struct membuf mb = { 0 };
+	struct engine_stats st;
+	size_t bytes = 0;
+	double t0, t1;
+
+	ck_assert_int_eq(engine_create(&e, &cfg), 0);
+	for (uint32_t i = 0; i < (1u << 21) + 5000; i++) {
+		char user[8], token[OUCH_TOKEN_LEN + 1];
+		struct engine_cmd c;
+
+		snprintf(user, sizeof(user), "U%02u", i % 50);
+		snprintf(token, sizeof(token), "D%u", i);
+		c = lim(user, "", token, i % 2 ? 'S' : 'B', 100,
+			i % 2 ? 200000 + (i % 500) * 100 : 100000 + (i % 500) * 100);
+		strcpy(c.user, user);
+		engine_apply(e, 2 * (uint64_t)i + 1, T0, &c, NULL, NULL);
+		if (i % 1000 == 0)
+			continue; /* this one rests */
+		c = cxl(user, token, 0);
+		strcpy(c.user, user);
+		engine_apply(e, 2 * (uint64_t)i + 2, T0, &c, NULL, NULL);
+	}
+	engine_get_stats(e, &st);
+	ck_assert_uint_gt(st.tokens_forgotten, 0); /* the ring came round */
+	t0 = now_s(CLOCK_MONOTONIC);
+	ck_assert_int_eq(engine_snapshot_write(e, null_write, &bytes), 0);
+	t1 = now_s(CLOCK_MONOTONIC);
+	printf("snapshot of %llu tokens (%llu orders resting): %zu bytes, serialized in %.1f ms\n",
+	       (unsigned long long)st.tokens, (unsigned long long)st.orders_open, bytes,
+	       (t1 - t0) * 1e3);
+	ck_assert_int_eq(engine_snapshot_write(e, mem_write, &mb), 0);
+	ck_assert_int_eq(engine_create(&f, &cfg), 0);
+	ck_assert_int_eq(engine_snapshot_read(f, mem_read, &mb), 0);
+	ck_assert_uint_eq(engine_hash(f), engine_hash(e));
+	engine_destroy(f);
+	engine_destroy(e);
+	free(mb.p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1475,6 +1524,7 @@ int main(void)
 	tcase_add_test(tr, snapshot_round_trip);
 	tcase_add_test(tr, snapshot_round_trip_forgetting);
 	tcase_add_test(tr, snapshot_million_orders);
+	tcase_add_test(tr, snapshot_dead_tokens);
 	suite_add_tcase(s, tr);
 	return testutil_run(s, 0);
 }
