@@ -433,6 +433,9 @@ int net_mcast_recv_open(const struct sockaddr_in *group, const char *iface,
 	/* Only the groups this socket joined, not every group of this port
 	 * that another socket of the host joined. */
 	(void)set_int(fd, IPPROTO_IP, IP_MULTICAST_ALL, 0);
+	/* bound to the group's address, not 0.0.0.0: a unicast datagram to
+	 * the port (from anyone who can reach the host) does not get in */
+	local.sin_addr = group->sin_addr;
 	local.sin_port = group->sin_port;
 	if (bind(fd, (const struct sockaddr *)&local, sizeof(local)) < 0) {
 		rc = -errno;

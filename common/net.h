@@ -51,9 +51,11 @@ struct net_udp_options {
 int net_udp_open(const struct sockaddr_in *bind, const struct net_udp_options *opt,
 		 struct net_bufsize *rcv, struct net_bufsize *snd);
 /* A UDP socket that receives `group` on `iface` (name or address): binds the
- * group's port with SO_REUSEADDR, joins the group on the interface's address
+ * group's address and port with SO_REUSEADDR (so unicast to the port does
+ * not reach it), joins the group on the interface's address
  * (IP_ADD_MEMBERSHIP with imr_interface = that address, which is what makes
- * multicast work on loopback). */
+ * multicast work on loopback). It cannot send: a datagram's source would be
+ * the group's address. */
 int net_mcast_recv_open(const struct sockaddr_in *group, const char *iface,
 			const struct net_udp_options *opt, struct net_bufsize *rcv);
 /* Makes a UDP socket send multicast out of `iface` (IP_MULTICAST_IF with

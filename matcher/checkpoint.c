@@ -248,7 +248,7 @@ void matcher_checkpoint_own(struct matcher *m, uint64_t seq)
 
 	snprintf(c.name, sizeof(c.name), "%s", m->cfg->node.name);
 	if (matcher_checkpoint_encode(buf, &c) == MATCHER_CKPT_LEN &&
-	    sendto(m->ck_fd, buf, sizeof(buf), 0, (const struct sockaddr *)&m->ck_group,
+	    sendto(m->exec_fd, buf, sizeof(buf), 0, (const struct sockaddr *)&m->ck_group,
 		   sizeof(m->ck_group)) == (ssize_t)sizeof(buf))
 		m->st.checkpoints_sent++;
 	else
@@ -391,10 +391,6 @@ int matcher_checkpoint_open(struct matcher *m)
 	if (m->ck_fd < 0) {
 		log_err("checkpoint group %s on %s: %s", g, c->tape_iface, strerror(-m->ck_fd));
 		return m->ck_fd;
-	}
-	if ((err = net_mcast_send_setup(m->ck_fd, c->tape_iface, 1)) < 0) {
-		log_err("checkpoint group %s on %s: %s", g, c->tape_iface, strerror(-err));
-		return err;
 	}
 	log_notice("checkpoints every %llu tape seqs on %s; %llu replica(s), a majority is %llu%s",
 		   (unsigned long long)c->checkpoint_interval, g, (unsigned long long)c->replicas,

@@ -551,6 +551,34 @@ START_TEST(mcast_other_group)
 }
 END_TEST
 
+/* A group's receiver is bound to the group's address: a unicast datagram
+ * to its port on the host's address does not reach it (issue 15: any host
+ * that reached the port could feed the tape). */
+START_TEST(mcast_no_unicast)
+{
+	struct sockaddr_in lo = addr_of(LOOPBACK ":0");
+	struct net_udp_options o = { .nonblock = 1 };
+	struct sockaddr_in g = random_group(), uni = lo, tx_addr;
+	struct net_batch b;
+	int rx, tx;
+
+	rx = net_mcast_recv_open(&g, LOOPBACK, &o, NULL);
+	ck_assert_int_ge(rx, 0);
+	tx = net_udp_open(&lo, NULL, NULL, NULL);
+	ck_assert_int_eq(net_mcast_send_setup(tx, "lo", 0), 0);
+	tx_addr = bound_addr(tx);
+	uni.sin_port = g.sin_port;
+	send_datagrams(tx, &uni, 4); /* nobody listens there: dropped */
+	send_datagrams(tx, &g, 2);
+	recv_datagrams(rx, &tx_addr, 2); /* the group's, and only those */
+	ck_assert_int_eq(net_batch_init(&b, 8, 64), 0);
+	ck_assert_int_eq(net_batch_recv(&b, rx), 0);
+	net_batch_fini(&b);
+	close(tx);
+	close(rx);
+}
+END_TEST
+
 START_TEST(mcast_bad)
 {
 	struct sockaddr_in uni = addr_of(LOOPBACK ":30000"), g = random_group();
@@ -653,6 +681,7 @@ int main(void)
 	tcase_add_test(tc, udp_rxq_overflow);
 	tcase_add_test(tc, mcast_two_receivers);
 	tcase_add_test(tc, mcast_other_group);
+	tcase_add_test(tc, mcast_no_unicast);
 	tcase_add_test(tc, mcast_bad);
 	tcase_add_test(tc, tcp_listen_accept);
 	tcase_add_test(tc, udp_stats);
