@@ -341,7 +341,8 @@ static int open_routes(struct gw *g)
 	}
 	g->n_parts = gw_routes_parts(g->routes);
 	if (g->n_parts > 1)
-		log_info("%u partitions, symbols %s; %" PRIu64 " order tokens at most",
+		log_info("%u partitions, symbols %s; %" PRIu64 " order tokens remembered, live and "
+			 "recently dead",
 			 g->n_parts, gw_routes_listed(g->routes) ? "listed" : "spread by hash",
 			 g->cfg.max_tokens);
 	return 0;
