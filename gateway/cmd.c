@@ -348,7 +348,9 @@ static int tokens_rebuild(struct gw *g, const char *path)
 				 gw_route_token(g->routes, id, c->replace->existing_token,
 						strlen(c->replace->existing_token)) >= 0)
 				tok = c->replace->replacement_token;
-			if (tok && gw_route_add(g->routes, id, tok, strlen(tok), c->partition, 1) == 0)
+			/* dead until an answer says it lives: a token whose
+			 * order died and was forgotten must not come back live */
+			if (tok && gw_route_maybe(g->routes, id, tok, strlen(tok), c->partition) == 0)
 				n++;
 		}
 		if (c)

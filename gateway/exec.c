@@ -13,7 +13,9 @@
  *
  * With several partitions the streams also teach the token table: an
  * Accepted, Replaced or Rejected for one of our logins says which partition
- * holds its token, also for an order entered through another gateway. */
+ * holds its token, also for an order entered through another gateway, and
+ * every message that takes shares says when its order dies, so that the
+ * table can forget it in its turn. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -38,23 +40,21 @@ static uint64_t *last_exec(struct gw *g, const struct gw_login *l)
 	return g->exec.last_exec[gw_login_id(l)];
 }
 
-/* An Accepted, Replaced or Rejected for login l from partition p: its
- * token (the replacement token of a Replaced) lives in p. The token is at
- * the same place in all three: type, u64 timestamp, token. */
+/* A message for login l from partition p: it says where a token lives
+ * (an Accepted, Replaced or Rejected names one, also for an order entered
+ * through another gateway) and when an order dies (route_tokens.c). */
 static void learn_token(struct gw *g, struct gw_login *l, unsigned p, const uint8_t *msg,
 			size_t len)
 {
-	int rc;
+	struct ouch_msg m;
 
-	if (len < 1 + 8 + 14 || (msg[0] != OUCH_ACCEPTED && msg[0] != OUCH_REPLACED &&
-				 msg[0] != OUCH_REJECTED))
-		return;
-	rc = gw_route_add(g->routes, gw_login_id(l), (const char *)msg + 9, 14, p, 1);
-	if (rc == -ENOSPC) {
+	if (ouch_decode_outbound(msg, len, &m) < 0)
+		return; /* journalled and relayed as it is; nothing to learn */
+	if (gw_route_learn(g->routes, gw_login_id(l), p, &m) == -ENOSPC) {
 		g->st.tokens_full++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
-				"token table full ([gateway] max_tokens): %s's token %.14s "
-				"not remembered", l->cred.login, (const char *)msg + 9);
+				"token table full ([gateway] max_tokens live orders): %s's token "
+				"%.14s not remembered", l->cred.login, (const char *)msg + 9);
 	}
 }
 

@@ -277,8 +277,13 @@ static void gw_pools(const struct gw *g, Lockstep__ControlReply *reply)
 	pools_reset(&ps);
 	pools_add(&ps, "sessions", g->sess.n, g->cfg.max_sessions);
 	pools_add(&ps, "in_flight", gw_flow_in_flight(g), g->flow.window);
-	if (g->n_parts > 1)
-		pools_add(&ps, "tokens", gw_route_count(g->routes), g->cfg.max_tokens);
+	if (g->n_parts > 1) {
+		struct gw_route_counts c;
+
+		gw_route_counts(g->routes, &c);
+		pools_add(&ps, "tokens", c.tokens, c.max); /* live and recently dead */
+		pools_add(&ps, "tokens_live", c.live, c.max);
+	}
 	pools_reply(&ps, reply);
 }
 
@@ -303,6 +308,7 @@ static void gw_stats_add(void *self, struct counters *out)
 {
 	static char names[GW_MAX_PARTITIONS][24]; /* "exec_next_" and a u32 */
 	struct gw *g = self;
+	struct gw_route_counts rc;
 
 	gw_stream_stats(g);
 	counters_add_table(out, stat_defs, (const uint64_t *)&g->st,
@@ -310,7 +316,10 @@ static void gw_stats_add(void *self, struct counters *out)
 	counters_add(out, "sessions", g->sess.n, 1);
 	counters_add(out, "cmd_next", g->cmd.next, 1);
 	counters_add(out, "exec_next", g->exec.parts[0].exec.next, 1);
-	counters_add(out, "tokens", gw_route_count(g->routes), 1);
+	gw_route_counts(g->routes, &rc);
+	counters_add(out, "tokens", rc.tokens, 1);
+	counters_add(out, "tokens_live", rc.live, 1);
+	counters_add(out, "tokens_forgotten", rc.forgotten, 0);
 	counters_add(out, "in_flight", gw_flow_in_flight(g), 1);
 	counters_add(out, "flow_pauses", g->flow.pauses, 0);
 	counters_add(out, "flow_paused_ns", g->flow.paused_ns, 0);
@@ -335,7 +344,8 @@ static int open_routes(struct gw *g)
 	}
 	g->n_parts = gw_routes_parts(g->routes);
 	if (g->n_parts > 1)
-		log_info("%u partitions, symbols %s; %" PRIu64 " order tokens at most",
+		log_info("%u partitions, symbols %s; %" PRIu64 " order tokens remembered, live and "
+			 "recently dead",
 			 g->n_parts, gw_routes_listed(g->routes) ? "listed" : "spread by hash",
 			 g->cfg.max_tokens);
 	return 0;

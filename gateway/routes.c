@@ -1,5 +1,5 @@
-/* Partition routing: symbol -> partition, and per login order token ->
- * partition (routes.h). */
+/* Partition routing: symbol -> partition, the partitions' checks, and
+ * the tables' life cycle (routes.h; the token table is route_tokens.c). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -10,30 +10,9 @@
 #include "gateway.h"
 #include "net.h"
 #include "routes.h"
+#include "routes_private.h"
 
-#define TOKEN_LEN 14 /* OUCH order token */
 #define SYMBOL_LEN 8 /* OUCH stock */
-
-/* One remembered order token: 20 bytes, open addressing, never removed
- * (tokens are unique for the day). */
-struct gw_token {
-	uint32_t login; /* login number + 1; 0: empty slot */
-	uint16_t part;
-	char token[TOKEN_LEN]; /* NUL-padded */
-};
-
-struct gw_routes {
-	unsigned n_parts;
-	int listed;
-	/* symbols (listed): packed 8-byte names, 0 = empty slot */
-	uint64_t *sym_key;
-	uint8_t *sym_part;
-	size_t sym_mask;
-	/* tokens (n_parts > 1) */
-	struct gw_token *tok;
-	size_t tok_mask;
-	uint64_t n_tok, max_tok, max_slack;
-};
 
 /* len bytes without the trailing blanks and NULs (OUCH pads with spaces). */
 static size_t trimmed(const char *p, size_t len, size_t max)
@@ -85,65 +64,6 @@ int gw_route_symbol(const struct gw_routes *r, const char *stock, size_t len)
 	return r->sym_key[h] ? r->sym_part[h] : -ENOENT;
 }
 
-static size_t tok_slot(const struct gw_routes *r, uint32_t login, const char key[TOKEN_LEN])
-{
-	size_t h = (size_t)(XXH3_64bits_withSeed(key, TOKEN_LEN, login) & r->tok_mask);
-
-	while (r->tok[h].login &&
-	       (r->tok[h].login != login + 1 || memcmp(r->tok[h].token, key, TOKEN_LEN) != 0))
-		h = (h + 1) & r->tok_mask;
-	return h;
-}
-
-static void tok_key(char key[TOKEN_LEN], const char *token, size_t len)
-{
-	memset(key, 0, TOKEN_LEN);
-	memcpy(key, token, trimmed(token, len, TOKEN_LEN));
-}
-
-int gw_route_token(const struct gw_routes *r, uint32_t login, const char *token, size_t len)
-{
-	char key[TOKEN_LEN];
-	size_t h;
-
-	if (!r->tok)
-		return -ENOENT;
-	tok_key(key, token, len);
-	h = tok_slot(r, login, key);
-	return r->tok[h].login ? r->tok[h].part : -ENOENT;
-}
-
-int gw_route_add(struct gw_routes *r, uint32_t login, const char *token, size_t len,
-		 unsigned part, int slack)
-{
-	char key[TOKEN_LEN];
-	size_t h;
-
-	if (!r->tok || part >= r->n_parts || login == UINT32_MAX)
-		return -EINVAL;
-	tok_key(key, token, len);
-	h = tok_slot(r, login, key);
-	if (r->tok[h].login)
-		return -EEXIST;
-	if (r->n_tok >= (slack ? r->max_slack : r->max_tok))
-		return -ENOSPC;
-	r->tok[h].login = login + 1;
-	r->tok[h].part = (uint16_t)part;
-	memcpy(r->tok[h].token, key, TOKEN_LEN);
-	r->n_tok++;
-	return 0;
-}
-
-int gw_route_full(const struct gw_routes *r)
-{
-	return r->tok && r->n_tok >= r->max_tok;
-}
-
-uint64_t gw_route_count(const struct gw_routes *r)
-{
-	return r->n_tok;
-}
-
 unsigned gw_routes_parts(const struct gw_routes *r)
 {
 	return r->n_parts;
@@ -160,7 +80,7 @@ void gw_routes_close(struct gw_routes *r)
 		return;
 	free(r->sym_key);
 	free(r->sym_part);
-	free(r->tok);
+	gw_tokens_free(r);
 	free(r);
 }
 
@@ -336,22 +256,12 @@ int gw_routes_open(struct gw_routes **out, const struct gw_config *cfg, char *er
 	if (r->listed && (rc = symbols_build(r, cfg, n_sym, err, errlen)) < 0)
 		goto out_free;
 	if (r->n_parts > 1) {
-		/* at most half full with max_tokens Enter Orders' tokens; the
-		 * slack up to 3/4 keeps probes short for the rest */
-		size_t size = 1024;
-
-		while (size < cfg->max_tokens * 2)
-			size *= 2;
-		r->tok = calloc(size, sizeof(*r->tok));
-		if (!r->tok) {
+		rc = gw_tokens_alloc(r, cfg->max_tokens);
+		if (rc < 0) {
 			snprintf(err, errlen, "[gateway] max_tokens: %llu: out of memory",
 				 (unsigned long long)cfg->max_tokens);
-			rc = -ENOMEM;
 			goto out_free;
 		}
-		r->tok_mask = size - 1;
-		r->max_tok = cfg->max_tokens;
-		r->max_slack = size / 4 * 3;
 	}
 	*out = r;
 	return 0;

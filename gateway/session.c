@@ -320,7 +320,7 @@ static int enter_partition(struct gw_session *s, const struct ouch_enter_order *
 	if (g->n_parts > 1 && gw_route_full(g->routes)) {
 		g->st.tokens_full++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "token table full ([gateway] max_tokens "
-				"%" PRIu64 "): Enter Order rejected", g->cfg.max_tokens);
+				"%" PRIu64 " live orders): Enter Order rejected", g->cfg.max_tokens);
 		reject_enter(s, e, OUCH_REJ_OTHER);
 		return -1;
 	}
@@ -339,17 +339,20 @@ static int token_partition(struct gw_session *s, const char *token, size_t len)
 	return gw_route_token(g->routes, gw_login_id(s->login), token, len);
 }
 
-/* After a command is journalled: its new token lives in its partition. */
-static void remember(struct gw_session *s, const char *token, size_t len, unsigned p, int slack)
+/* After a command is journalled: its new token lives in its partition
+ * (enter: pending its answer; else a replacement token, remembered dead
+ * until its Replaced, since the matcher may ignore the Replace). */
+static void remember(struct gw_session *s, const char *token, size_t len, unsigned p, int enter)
 {
 	struct gw *g = s->gw;
+	uint32_t id = gw_login_id(s->login);
 
-	if (g->n_parts > 1 &&
-	    gw_route_add(g->routes, gw_login_id(s->login), token, len, p, slack) == -ENOSPC) {
+	if (g->n_parts > 1 && (enter ? gw_route_enter(g->routes, id, token, len, p)
+				     : gw_route_maybe(g->routes, id, token, len, p)) == -ENOSPC) {
 		g->st.tokens_full++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "token table full ([gateway] max_tokens "
-				"%" PRIu64 "): %s's token %s not remembered", g->cfg.max_tokens,
-				s->login->cred.login, token);
+				"%" PRIu64 " live orders): %s's token %.14s not remembered",
+				g->cfg.max_tokens, s->login->cred.login, token);
 	}
 }
 
@@ -417,10 +420,10 @@ static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
 		return;
 	}
 	if (m.type == OUCH_ENTER_ORDER)
-		remember(s, m.u.enter.token, sizeof(m.u.enter.token), c.partition, 0);
+		remember(s, m.u.enter.token, sizeof(m.u.enter.token), c.partition, 1);
 	else if (known)
 		remember(s, m.u.replace.replacement_token, sizeof(m.u.replace.replacement_token),
-			 c.partition, 1);
+			 c.partition, 0);
 }
 
 static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)

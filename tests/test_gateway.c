@@ -291,7 +291,7 @@ START_TEST(routes_hash)
 	r = routes_of(NULL, 0);
 	ck_assert_uint_eq(gw_routes_parts(r), 1);
 	ck_assert_int_eq(gw_route_symbol(r, "ANYTHING", 8), 0);
-	ck_assert_int_eq(gw_route_add(r, 0, "T1", 2, 0, 0), -EINVAL);
+	ck_assert_int_eq(gw_route_enter(r, 0, "T1", 2, 0), -EINVAL);
 	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), -ENOENT);
 	ck_assert_int_eq(gw_route_full(r), 0);
 	gw_routes_close(r);
@@ -352,30 +352,40 @@ START_TEST(routes_tokens)
 	int rc;
 
 	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), -ENOENT);
-	ck_assert_int_eq(gw_route_add(r, 0, "T1", 2, 1, 0), 0);
+	ck_assert_int_eq(gw_route_enter(r, 0, "T1", 2, 1), 0);
 	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), 1);
 	ck_assert_int_eq(gw_route_token(r, 0, "T1            ", 14), 1); /* padded */
 	ck_assert_int_eq(gw_route_token(r, 1, "T1", 2), -ENOENT); /* per login */
 	ck_assert_int_eq(gw_route_token(r, 0, "T", 1), -ENOENT);
-	ck_assert_int_eq(gw_route_add(r, 0, "T1", 2, 0, 0), -EEXIST); /* the first stays */
+	ck_assert_int_eq(gw_route_enter(r, 0, "T1", 2, 0), -EEXIST); /* the first stays */
+	ck_assert_int_eq(gw_route_maybe(r, 0, "T1", 2, 0), -EEXIST);
 	ck_assert_int_eq(gw_route_token(r, 0, "T1", 2), 1);
-	ck_assert_int_eq(gw_route_add(r, 1, "T1", 2, 0, 0), 0);
+	ck_assert_int_eq(gw_route_enter(r, 1, "T1", 2, 0), 0);
 	ck_assert_int_eq(gw_route_token(r, 1, "T1", 2), 0);
-	ck_assert_int_eq(gw_route_add(r, 0, "T2", 2, 2, 0), -EINVAL); /* no partition 2 */
-	/* max_tokens for Enter Orders, then the slack (3/4 of 2048 slots) */
+	ck_assert_int_eq(gw_route_enter(r, 0, "T2", 2, 2), -EINVAL); /* no partition 2 */
+	/* max_tokens live orders for Enter Orders, then the slack (3/4 of 2048
+	 * slots) for the live tokens an execution stream names */
 	for (int i = 2; i < 1024; i++) {
 		snprintf(tok, sizeof(tok), "E%d", i);
-		ck_assert_int_eq(gw_route_add(r, 0, tok, strlen(tok), (unsigned)i & 1, 0), 0);
+		ck_assert_int_eq(gw_route_enter(r, 0, tok, strlen(tok), (unsigned)i & 1), 0);
 	}
 	ck_assert_uint_eq(gw_route_count(r), 1024);
 	ck_assert_int_eq(gw_route_full(r), 1);
-	ck_assert_int_eq(gw_route_add(r, 0, "NEW", 3, 0, 0), -ENOSPC);
-	for (int i = 0; (rc = gw_route_add(r, 2, tok, (size_t)snprintf(tok, sizeof(tok), "R%d", i),
-					   1, 1)) == 0;
-	     i++)
+	ck_assert_int_eq(gw_route_enter(r, 0, "NEW", 3, 0), -ENOSPC);
+	for (int i = 0;; i++) {
+		struct ouch_msg m = { .type = OUCH_ACCEPTED };
+
+		snprintf(m.u.accepted.token, sizeof(m.u.accepted.token), "R%d", i);
+		m.u.accepted.shares = 100;
+		m.u.accepted.state = OUCH_STATE_LIVE;
+		rc = gw_route_learn(r, 2, 1, &m);
+		if (rc != 0)
+			break;
 		ck_assert_int_lt(i, 2048);
+	}
 	ck_assert_int_eq(rc, -ENOSPC);
 	ck_assert_uint_eq(gw_route_count(r), 1536);
+	ck_assert_int_eq(gw_route_verify(r), 0);
 	for (int i = 2; i < 1024; i++) {
 		snprintf(tok, sizeof(tok), "E%d", i);
 		ck_assert_int_eq(gw_route_token(r, 0, tok, strlen(tok)), i & 1);
