@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -15,13 +16,20 @@
 #include "ctl.h"
 
 #define CTL_MAX_CLIENTS 16
-#define CTL_CLIENT_TIMEOUT 2.0 /* seconds a client may take to send its request */
+#define CTL_CLIENT_TIMEOUT 0.5 /* seconds a client may take to send its request */
+/* Slots one unprivileged user may hold at once: a local process of the
+ * group cannot take them all, and a privileged caller (root, the daemon's
+ * own user) gets one by closing the oldest unprivileged client. */
+#define CTL_USER_SLOTS (CTL_MAX_CLIENTS / 4)
 
 struct ctl_client {
 	ev_io io;
 	ev_timer timer;
 	struct ctl_server *srv;
 	int fd;
+	uid_t uid; /* the peer's (SO_PEERCRED) */
+	int privileged; /* root or the daemon's own user: may change things */
+	uint64_t since; /* accept order: the oldest unprivileged one goes first */
 	uint32_t want; /* request length, once the prefix is in */
 	uint32_t have;
 	uint8_t *buf;
@@ -35,6 +43,7 @@ struct ctl_server {
 	ctl_handler_fn fn;
 	void *ctx;
 	struct ctl_client clients[CTL_MAX_CLIENTS];
+	uint64_t accepted;
 };
 
 static struct ctl_server *self_server; /* the last one opened: ctl_self_call() */
@@ -84,6 +93,10 @@ static void client_answer(struct ctl_client *c)
 	if (!req) {
 		reply.error = -EBADMSG;
 		reply.message = "malformed control request";
+	} else if (!ctl_op_reads(req->op) && !c->privileged) {
+		reply.error = -EPERM;
+		reply.message = "reading status and stats needs the daemon's group; changing "
+				"anything needs its user or root";
 	} else {
 		c->srv->fn(c->srv->ctx, req, &reply);
 	}
@@ -141,26 +154,67 @@ static void on_client_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 	client_close(w->data);
 }
 
+int ctl_op_reads(int op)
+{
+	return op == LOCKSTEP__CONTROL_REQUEST__OP__STATUS ||
+	       op == LOCKSTEP__CONTROL_REQUEST__OP__STATS;
+}
+
+/* A free slot for a peer of uid (privileged or not), or NULL: an
+ * unprivileged user past CTL_USER_SLOTS gets none; with every slot taken, a
+ * privileged peer gets the oldest unprivileged client's. */
+static struct ctl_client *client_slot(struct ctl_server *s, uid_t uid, int privileged)
+{
+	struct ctl_client *free_slot = NULL, *oldest = NULL;
+	unsigned same = 0;
+
+	for (int i = 0; i < CTL_MAX_CLIENTS; i++) {
+		struct ctl_client *c = &s->clients[i];
+
+		if (c->fd < 0) {
+			free_slot = free_slot ? free_slot : c;
+			continue;
+		}
+		same += c->uid == uid;
+		if (!c->privileged && (!oldest || c->since < oldest->since))
+			oldest = c;
+	}
+	if (!privileged && same >= CTL_USER_SLOTS)
+		return NULL;
+	if (!free_slot && privileged && oldest) {
+		client_close(oldest);
+		free_slot = oldest;
+	}
+	return free_slot;
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct ctl_server *s = w->data;
 	int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	struct ctl_client *c = NULL;
+	struct ctl_client *c;
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	int privileged;
 
 	(void)revents;
 	if (fd < 0)
 		return;
-	for (int i = 0; i < CTL_MAX_CLIENTS; i++)
-		if (s->clients[i].fd < 0) {
-			c = &s->clients[i];
-			break;
-		}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) < 0) {
+		close(fd);
+		return;
+	}
+	privileged = cr.uid == 0 || cr.uid == geteuid();
+	c = client_slot(s, cr.uid, privileged);
 	if (!c || !(c->buf = malloc(4))) {
 		close(fd); /* too many at once: the client retries */
 		return;
 	}
 	c->srv = s;
 	c->fd = fd;
+	c->uid = cr.uid;
+	c->privileged = privileged;
+	c->since = ++s->accepted;
 	c->want = c->have = 0;
 	ev_io_init(&c->io, on_client, fd, EV_READ);
 	c->io.data = c;
@@ -226,7 +280,11 @@ int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *p
 		goto out_free;
 	}
 	unlink(path);
-	if (bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s->fd, 16) < 0) {
+	/* 0660 before anyone may connect (listen): the daemon's user and
+	 * group (lockstep under the units). A socket file is created 0777 less
+	 * the umask; chmod, not umask, which is the whole process's. */
+	if (bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0660) < 0 ||
+	    listen(s->fd, 16) < 0) {
 		err = -errno;
 		goto out_close;
 	}

@@ -20,13 +20,23 @@ typedef void (*ctl_handler_fn)(void *ctx, const Lockstep__ControlRequest *req,
 
 struct ctl_server;
 
-/* Listens on `path` (an old socket file there is removed first). A path
+/* Access (issue 15): the socket file is mode 0660, so only the daemon's
+ * user and group (and root) can connect; STATUS and STATS (ctl_op_reads)
+ * are answered to any of them, any other operation only to root or the
+ * daemon's own user (SO_PEERCRED), -EPERM otherwise. A client has
+ * CTL_CLIENT_TIMEOUT (0.5 s) to send its request; one unprivileged user
+ * holds at most a quarter of the 16 slots, and a privileged caller who
+ * finds them all taken closes the oldest unprivileged one.
+ *
+ * Listens on `path` (an old socket file there is removed first). A path
  * longer than a Unix socket address holds works too (bound and reached
  * through its directory); -ENAMETOOLONG when the file name alone, after
  * the last '/', is longer than about 90 characters. ctl_call() takes the
  * same paths. */
 int ctl_server_open(struct ctl_server **out, struct ev_loop *loop, const char *path,
 		    ctl_handler_fn fn, void *ctx);
+/* 1 for an operation that only reads (STATUS, STATS). */
+int ctl_op_reads(int op);
 /* Stops listening and removes the socket file; accepts NULL. */
 void ctl_server_close(struct ctl_server *s);
 
