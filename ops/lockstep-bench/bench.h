@@ -46,7 +46,7 @@ struct bench_options {
 	int quiet, check_matches, baseline, spin;
 	/* --component */
 	const char *component, *journal;
-	uint64_t events;
+	uint64_t events, resting;
 	unsigned batch, streams, datagram;
 };
 extern struct bench_options opt;

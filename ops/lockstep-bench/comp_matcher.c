@@ -253,8 +253,10 @@ static void comp_matcher_report(struct engine *e, const struct tape_mem *t,
 	FILE *f;
 
 	engine_get_stats(e, &es);
-	printf("matcher: %llu events (%s), %llu applied in %.3f s: %.0f events/s, %.0f ns/event\n",
+	printf("matcher: %llu events (%s, over %llu resting orders), %llu applied in %.3f s: "
+	       "%.0f events/s, %.0f ns/event\n",
 	       (unsigned long long)t->events, opt.journal ? opt.journal : "synthetic",
+	       (unsigned long long)opt.resting,
 	       (unsigned long long)applied, secs, (double)t->events / secs,
 	       (double)ns / (double)t->events);
 	printf("matcher: %llu outbound messages (%.0f/s); accepted %llu, replaced %llu, canceled %llu, "
@@ -267,13 +269,45 @@ static void comp_matcher_report(struct engine *e, const struct tape_mem *t,
 	if (!opt.json || !(f = fopen(opt.json, "w")))
 		return;
 	fprintf(f,
-		"{\"component\": \"matcher\", \"events\": %llu, \"seconds\": %.4f, "
+		"{\"component\": \"matcher\", \"events\": %llu, \"resting\": %llu, "
+		"\"seconds\": %.4f, "
 		"\"events_per_s\": %.0f, \"ns_per_event\": %.1f, \"messages\": %llu, "
 		"\"matches\": %llu, \"hash\": \"%016llx\"}\n",
-		(unsigned long long)t->events, secs, (double)t->events / secs,
-		(double)ns / (double)t->events, (unsigned long long)em->messages,
+		(unsigned long long)t->events, (unsigned long long)opt.resting, secs,
+		(double)t->events / secs, (double)ns / (double)t->events,
+		(unsigned long long)em->messages,
 		(unsigned long long)es.matches, (unsigned long long)engine_hash(e));
 	fclose(f);
+}
+
+/* --resting N: a deep book before the replay, N passive orders of a login
+ * of its own, 100 to 1,099 ticks from the middle (never reached by the
+ * mix), a few hundred levels per symbol and side: the replay's cost per
+ * event should not depend on it. */
+static void comp_matcher_deep_book(struct engine *e, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		struct engine_cmd c = { .kind = ENGINE_ENTER };
+		struct ouch_enter_order *o = &c.u.enter;
+		int buy = (int)(i & 1);
+		uint32_t away = (uint32_t)(100 + (i >> 1) % 1000) * TICK;
+
+		snprintf(c.user, sizeof(c.user), "DEEP01");
+		snprintf(c.firm, sizeof(c.firm), "FRMD");
+		snprintf(o->token, sizeof(o->token), "DEEP%010u", (unsigned)i);
+		snprintf(o->stock, sizeof(o->stock), "%s", symbols[(i >> 1) % n_symbols]);
+		o->side = buy ? OUCH_BUY : OUCH_SELL;
+		o->shares = 100;
+		o->price = buy ? MID_PRICE - away : MID_PRICE + away;
+		o->tif = OUCH_TIF_SYSTEM_HOURS;
+		snprintf(o->firm, sizeof(o->firm), "FRMD");
+		o->display = OUCH_DISPLAY_ATTRIBUTABLE;
+		o->capacity = OUCH_CAP_AGENCY;
+		o->iso = OUCH_ISO_NOT_ELIGIBLE;
+		o->cross_type = OUCH_CROSS_NONE;
+		o->customer_type = OUCH_CUST_RETAIL;
+		engine_apply(e, 0, 1700000000000000000ull, &c, NULL, NULL);
+	}
 }
 
 int comp_matcher_run(void)
@@ -290,13 +324,19 @@ int comp_matcher_run(void)
 
 	if (comp_matcher_tape(&t, opt.events ? opt.events : 2000000))
 		return 1;
-	if (t.events >= ec.max_tokens)
-		ec.max_tokens = (uint32_t)(t.events + t.events / 2 > (1u << 30) ? 1u << 30
-										: t.events + t.events / 2);
+	if (opt.resting) {
+		ec.max_orders = (uint32_t)(opt.resting + (1u << 20));
+		ec.max_levels = 16384;
+	}
+	if (t.events + opt.resting >= ec.max_tokens)
+		ec.max_tokens = (uint32_t)(t.events + opt.resting + t.events / 2 > (1u << 30)
+						   ? 1u << 30
+						   : t.events + opt.resting + t.events / 2);
 	if ((r = engine_create(&e, &ec)) < 0) {
 		fprintf(stderr, PROG ": engine: %s\n", strerror(-r));
 		return 1;
 	}
+	comp_matcher_deep_book(e, opt.resting);
 	t0 = mono_ns();
 	applied = comp_matcher_replay(e, &t, &em);
 	t1 = mono_ns();
