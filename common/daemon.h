@@ -43,6 +43,9 @@ struct node_config {
 	char cpus[64];
 	int wait; /* enum daemon_wait */
 	int io; /* enum uring_io: the datagram path asked for (iopath.h) */
+	/* bytes a second each retransmission server of the node answers one
+	 * source address (common/srcbudget.h; 0: no limit) */
+	uint64_t retrans_budget;
 };
 
 enum daemon_wait {
@@ -75,7 +78,12 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	  "whole core; needs cpus, and one core per spinning daemon)" }, \
 	{ "node", "io", CONFIG_ENUM, offsetof(type, member.io), 0, "mmsg", 0, 0, uring_io_names, \
 	  "datagram path: mmsg (recvmmsg/sendmmsg) or uring (io_uring: multishot receive " \
-	  "into provided buffers, batched sends; falls back to mmsg where the kernel refuses it)" }
+	  "into provided buffers, batched sends; falls back to mmsg where the kernel refuses it)" }, \
+	{ "node", "retrans_budget", CONFIG_SIZE, offsetof(type, member.retrans_budget), 0, "64M", \
+	  0, 0, NULL, \
+	  "bytes a second a retransmission server answers one source address (a burst of as " \
+	  "much); requests past it go unanswered, counted as retrans_budget_refused (0: no " \
+	  "limit)" }
 
 /* What a daemon is to the skeleton. `self` is the daemon's own object, made
  * by open. Every hook runs on the loop's thread. */

@@ -199,7 +199,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 /* Emits journalled commands [from, to) to dst (NULL: every sequencer), at
  * most max_packets datagrams; returns how many commands went out. */
 static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_packets,
-			 const struct sockaddr_in *dst)
+			 const struct sockaddr_in *dst, unsigned *sent_packets)
 {
 	uint64_t seq = from;
 	unsigned packets = 0;
@@ -224,10 +224,30 @@ static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_
 		seq++;
 	}
 	cmd_send_now(g);
+	if (sent_packets)
+		*sent_packets = packets;
 	return seq - from;
 }
 
 /* ---- requests from the sequencer ---------------------------------------- */
+
+/* Commands [from, to) to the requester at dst, as many datagrams as its
+ * budget ([node] retrans_budget) holds, GW_RETRANS_MAX_PACKETS at most. */
+static void cmd_answer(struct gw *g, uint64_t from, uint64_t to, const struct sockaddr_in *dst)
+{
+	uint64_t now = mono_ns(), room = src_budget_room(&g->cmd.budget, dst->sin_addr.s_addr, now);
+	uint64_t maxp = room / g->cmd.out.size, served;
+	unsigned packets = 0;
+
+	if (maxp > GW_RETRANS_MAX_PACKETS)
+		maxp = GW_RETRANS_MAX_PACKETS;
+	served = maxp ? cmd_emit(g, from, to, (unsigned)maxp, dst, &packets) : 0;
+	src_budget_charge(&g->cmd.budget, dst->sin_addr.s_addr, (uint64_t)packets * g->cmd.out.size,
+			  now);
+	g->st.retrans_served += served;
+	if (served < to - from && maxp < GW_RETRANS_MAX_PACKETS && packets >= maxp)
+		g->st.retrans_budget_refused++;
+}
 
 static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -275,8 +295,7 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			to = r.seq + r.count < g->cmd.next ? r.seq + r.count : g->cmd.next;
 			if (from < to)
-				g->st.retrans_served += cmd_emit(g, from, to, GW_RETRANS_MAX_PACKETS,
-								 &g->cmd.in.addrs[i]);
+				cmd_answer(g, from, to, &g->cmd.in.addrs[i]);
 		}
 		if ((unsigned)n < g->cmd.in.n)
 			return;
@@ -297,7 +316,7 @@ void gw_cmd_tick(struct gw *g, ev_tstamp now)
 		if (to - from > g->cfg.resend_max)
 			to = from + g->cfg.resend_max;
 		log_debug("resending commands %" PRIu64 "..%" PRIu64, from, to - 1);
-		g->st.cmds_resent += cmd_emit(g, from, to, UINT32_MAX, NULL);
+		g->st.cmds_resent += cmd_emit(g, from, to, UINT32_MAX, NULL, NULL);
 		g->cmd.resend_base = now;
 	}
 	if (!g->cmd.building && g->cmd.slot == 0 &&
@@ -366,6 +385,33 @@ static int tokens_rebuild(struct gw *g, const char *path)
 	return 0;
 }
 
+/* [gateway] cmd_bind, or by default the address of tape_iface (the
+ * cluster's side) with any port: the command stream's server, which hands
+ * out every firm's orders to the sequencer that asks, is not bound to
+ * 0.0.0.0 (issue 15). */
+static int cmd_bind_addr(struct gw *g, struct sockaddr_in *out)
+{
+	struct net_iface ifc;
+	int rc;
+
+	if (g->cfg.cmd_bind[0]) {
+		if (net_parse_addr(g->cfg.cmd_bind, out) < 0) {
+			log_err("[gateway] cmd_bind \"%s\": not host:port", g->cfg.cmd_bind);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if ((rc = net_iface_lookup(g->cfg.tape_iface, &ifc)) < 0) {
+		log_err("[gateway] tape_iface \"%s\" (the command socket's default address): %s",
+			g->cfg.tape_iface, strerror(-rc));
+		return rc;
+	}
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_addr = ifc.addr;
+	return 0;
+}
+
 int gw_cmd_open(struct gw *g, uint64_t acked)
 {
 	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
@@ -392,10 +438,8 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 14);
 	if (g->cmd.n_seq > 1)
 		log_info("command stream to %u sequencer nodes: %s", g->cmd.n_seq, g->cfg.sequencer);
-	if (net_parse_addr(g->cfg.cmd_bind, &bind_addr) < 0) {
-		log_err("[gateway] cmd_bind \"%s\": not host:port", g->cfg.cmd_bind);
-		return -EINVAL;
-	}
+	if ((rc = cmd_bind_addr(g, &bind_addr)) < 0)
+		return rc;
 	snprintf(path, sizeof(path), "%s/commands", g->cfg.node.state_dir);
 	rc = journal_open(&g->cmd.j, path, &jo, &rep);
 	if (rc < 0) {
@@ -417,11 +461,15 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 	if (!g->cmd.scratch ||
 	    net_batch_init(&g->cmd.out, (unsigned)g->cfg.send_batch * g->cmd.n_seq,
 			   g->cfg.max_datagram) < 0 ||
-	    net_batch_init(&g->cmd.in, 32, 256) < 0)
+	    (src_budget_init(&g->cmd.budget, g->cfg.node.retrans_budget, 0),
+	     net_batch_init(&g->cmd.in, 32, 256) < 0))
 		return -ENOMEM;
 	g->cmd.fd = net_udp_open(&bind_addr, &opt, &rcv, NULL);
 	if (g->cmd.fd < 0) {
-		log_err("command socket %s: %s", g->cfg.cmd_bind, strerror(-g->cmd.fd));
+		char a[32];
+
+		net_format_addr(&bind_addr, a, sizeof(a));
+		log_err("command socket %s: %s", a, strerror(-g->cmd.fd));
 		return g->cmd.fd;
 	}
 	rxpath_bufsize_check("command socket", &rcv);

@@ -53,7 +53,8 @@ const struct config_key gw_config_keys[] = {
 	GWS(sequencer, "127.0.0.1:16000",
 	    "comma-separated command listener host:port of each sequencer node (at most "
 	    GW_STR(GW_MAX_SEQUENCERS) "); every command datagram goes to each"),
-	GWS(cmd_bind, "0.0.0.0:0", "local address of the command stream socket"),
+	GWS(cmd_bind, "", "local address of the command stream socket (default: tape_iface's "
+			  "address, any port: the cluster side only)"),
 	GWS(tape_group, "239.255.0.1:17000", "the tape's multicast group:port"),
 	GWS(tape_iface, "127.0.0.1", "interface (name or address) receiving the multicast"),
 	GWS(tape_session, "TAPE", "the tape's MoldUDP64 session"),
@@ -262,7 +263,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(tape_skipped), COUNTER(exec_held), COUNTER(exec_too_old), COUNTER(exec_lost),
 	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
 	COUNTER(kernel_rcvbuf_errors), COUNTER(local_rejects), COUNTER(tokens_full),
-	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits),
+	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==

@@ -13,6 +13,7 @@
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
+#include "srcbudget.h"
 #include "rxpath.h"
 #include "soupbin.h"
 
@@ -123,6 +124,7 @@ struct gw_stats {
 	 * partition trades (sent to partition 0, whose matcher rejects them) */
 	uint64_t local_rejects, tokens_full, unrouted_symbols;
 	uint64_t cmd_send_waits; /* command sends that waited for room in the socket */
+	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -184,6 +186,7 @@ struct gw_cmd {
 	uint8_t *scratch; /* one record, for journal reads */
 	struct rx_drop drop; /* requests from the sequencer */
 	uint64_t rxq;
+	struct src_budget budget; /* answer bytes per requester ([node] retrans_budget) */
 };
 
 /* The tape watcher (tape.c only). */

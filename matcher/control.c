@@ -33,7 +33,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(checkpoints_malformed), COUNTER(checkpoints_other_partition),
 	COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
 	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused), COUNTER(exec_send_waits),
-	COUNTER(flow_status_sent),
+	COUNTER(flow_status_sent), COUNTER(retrans_budget_refused),
 };
 _Static_assert(ARRAY_SIZE(stat_defs) == sizeof(struct matcher_stats) / sizeof(uint64_t),
 	       "a name for every counter");

@@ -134,6 +134,20 @@ void matcher_exec_end(struct matcher *m)
 
 /* --- execution retransmissions ------------------------------------------- */
 
+/* The datagrams of an answer [0, k) that from's budget lets go: a prefix. */
+static unsigned answer_budget(struct matcher *m, unsigned k, const struct sockaddr_in *from)
+{
+	uint64_t room = src_budget_room(&m->req_budget, from->sin_addr.s_addr, m->now), bytes = 0;
+	unsigned n = 0;
+
+	while (n < k && bytes + m->req_tx.lens[n] <= room)
+		bytes += m->req_tx.lens[n++];
+	src_budget_charge(&m->req_budget, from->sin_addr.s_addr, bytes, m->now);
+	if (n < k)
+		m->st.retrans_budget_refused++;
+	return n;
+}
+
 static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 			  const struct sockaddr_in *from)
 {
@@ -177,6 +191,7 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 		m->req_tx.addrs[k] = *from;
 		k++;
 	}
+	k = answer_budget(m, k, from);
 	if (k)
 		net_batch_send(&m->req_tx, m->retrans_fd, k);
 }
@@ -188,6 +203,8 @@ static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	if (n > 0)
+		m->now = mono_ns();
 	for (int i = 0; i < n; i++) {
 		const uint8_t *buf = net_batch_slot(&m->req_rx, (unsigned)i);
 

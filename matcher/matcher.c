@@ -554,7 +554,8 @@ static int open_buffers(struct matcher *m)
 	    net_batch_init(&m->rx, (unsigned)cfg->batch, 65536) < 0 ||
 	    net_batch_init(&m->tx, (unsigned)cfg->batch, cfg->max_datagram) < 0 ||
 	    net_batch_init(&m->req_rx, 16, 64) < 0 ||
-	    net_batch_init(&m->req_tx, RETRANS_PACKETS, cfg->max_datagram) < 0 ||
+	    (src_budget_init(&m->req_budget, cfg->node.retrans_budget, 0),
+	     net_batch_init(&m->req_tx, RETRANS_PACKETS, cfg->max_datagram) < 0) ||
 	    net_batch_init(&m->ck_rx, 16, 128) < 0)
 		return -ENOMEM;
 	m->pkt_slot = m->tx.n;

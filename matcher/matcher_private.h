@@ -24,6 +24,7 @@
 #include "net.h"
 #include "rx.h"
 #include "snapshot.h"
+#include "srcbudget.h"
 
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
 #define CKPT_WINDOW 64 /* checkpoints remembered (others' hashes, votes) */
@@ -52,6 +53,7 @@ struct matcher_stats {
 	uint64_t exec_blocks_withheld, exec_requests_refused;
 	uint64_t exec_send_waits; /* sends that waited for room in the socket */
 	uint64_t flow_status_sent; /* status messages to the sequencers */
+	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,
@@ -111,6 +113,7 @@ struct matcher {
 	struct sockaddr_in exec_group;
 	struct mold_session exec_session;
 	struct net_batch tx, req_rx, req_tx;
+	struct src_budget req_budget; /* answer bytes per requester ([node] retrans_budget) */
 	struct mold_builder pkt;
 	unsigned pkt_slot; /* tx slot being built, or tx.n when none */
 	unsigned tx_count;

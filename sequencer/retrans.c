@@ -5,6 +5,7 @@
  * from the journal for the tape and for raft. */
 #include <string.h>
 
+#include "clock.h"
 #include "flowstatus.h"
 #include "journal.h"
 #include "log.h"
@@ -61,6 +62,32 @@ unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, 
 	return np;
 }
 
+/* The datagrams of an answer [0, np) that from's budget lets go: a prefix
+ * (blocks is then only an upper bound of the events in it). */
+static unsigned retrans_budget(struct sequencer *s, unsigned np, const struct sockaddr_in *from,
+			       uint64_t *blocks)
+{
+	uint64_t now = mono_ns(), room = src_budget_room(&s->rbudget, from->sin_addr.s_addr, now);
+	uint64_t bytes = 0;
+	unsigned k = 0;
+
+	while (k < np && bytes + s->rout.lens[k] <= room)
+		bytes += s->rout.lens[k++];
+	src_budget_charge(&s->rbudget, from->sin_addr.s_addr, bytes, now);
+	if (k < np) {
+		char a[32];
+
+		s->st.retrans_budget_refused++;
+		*blocks = 0; /* not counted as sent: the prefix's are not known here */
+		net_format_addr(from, a, sizeof(a));
+		log_ratelimited(&rl_retrans, LOG_LVL_WARNING,
+				"retrans: %s past its budget ([node] retrans_budget %llu bytes/s): "
+				"%u of %u datagrams sent", a,
+				(unsigned long long)s->rbudget.rate, k, np);
+	}
+	return k;
+}
+
 static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 			  const struct sockaddr_in *from)
 {
@@ -99,6 +126,7 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 	if (lo > hi)
 		return;
 	np = seq_retrans_read(s, &s->rout, s->rout.size, lo, hi, &blocks);
+	np = retrans_budget(s, np, from, &blocks);
 	for (unsigned i = 0; i < np; i++)
 		s->rout.addrs[i] = *from;
 	r = np ? net_batch_send(&s->rout, s->retrans_fd, np) : 0;

@@ -23,6 +23,7 @@
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
+#include "srcbudget.h"
 #include "sequencer.h"
 
 #define SEQ_GW_SLOTS 512 /* open addressing, load <= 1/2 at SEQ_MAX_GATEWAYS */
@@ -94,6 +95,7 @@ struct sequencer {
 	uint64_t now_ns, now_wall; /* read once per batch */
 
 	struct net_batch rin, rout; /* retransmission requests, answers */
+	struct src_budget rbudget; /* answer bytes per requester ([node] retrans_budget) */
 
 	/* Gap requests to the gateways leave from req_fd, so that what comes
 	 * back there is an answer: data, or the too-old answer (common/rx.h). */

@@ -103,6 +103,7 @@ struct seq_stats {
 	uint64_t gateway_too_old; /* a gateway's too-old answer (common/rx.h) */
 	uint64_t commands_lost; /* given up: no gateway journal holds them any more */
 	uint64_t retrans_too_old; /* tape requests older than the journal, told so */
+	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
 	uint64_t drops_injected; /* thrown away by the loss generator */
 	uint64_t kernel_rcvbuf_errors; /* the host's UDP RcvbufErrors (/proc/net/snmp) */
 	/* the group */

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# No amplification (issue 15): a 20-byte MoldUDP64 request may ask a
+# retransmission server for up to 64 datagrams (~94 KB) to whatever address
+# it claims. Each server answers one source address at most [node]
+# retrans_budget bytes a second. Here the budget is 64 KiB/s: 200 requests
+# for the whole tape, sent as fast as a loop goes to the sequencer's
+# retransmission port, a matcher's exec retransmission port and the
+# gateway's command socket (bound to the cluster side, not 0.0.0.0), get at
+# most about the budget back (one burst plus a second's worth) and the
+# servers count the rest (retrans_budget_refused); the orders then go on
+# being answered (the gateway's and matchers' own requests come from the
+# same address, so the budget is left to refill first).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_built lockstep-bench
+cluster_up --set node.retrans_budget=64K
+
+# a tape worth retransmitting
+"$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 2000 --window 32 --timeout 30 \
+	>"$T/bench1.out" 2>&1 || { cat "$T/bench1.out"; fail "bench before the flood"; }
+
+retrans=$(sed -n 's/^retrans = //p' "$T/seq-1.conf")
+exec_retrans=$(sed -n 's/^exec_retrans = //p' "$T/matcher-1.conf")
+exec_session=EXEC0 # partition 0's (matcher/exec.c)
+[ -n "$retrans" ] && [ -n "$exec_retrans" ] || fail "no retransmission addresses in the configs"
+
+# flood ADDR SESSION: 200 requests for seq 1, count 65535, over about a
+# second; prints the bytes that came back.
+flood() {
+	python3 - "$1" "$2" <<'PY'
+import socket, struct, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+assert host.startswith("127."), host
+req = sys.argv[2].encode().ljust(10) + struct.pack(">QH", 1, 65535)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+s.settimeout(0.005)
+got, end = 0, time.time() + 1.0
+for i in range(200):
+    s.sendto(req, (host, int(port)))
+    while True:
+        try:
+            got += len(s.recv(65536))
+        except socket.timeout:
+            break
+while time.time() < end + 0.3:
+    try:
+        got += len(s.recv(65536))
+    except socket.timeout:
+        pass
+print(got)
+PY
+}
+
+# the gateway's command socket: bound to tape_iface's address (127.0.0.1,
+# its only UDP socket there; it was 0.0.0.0), a port of its own; its
+# session is the gateway's name
+gw_pid=$(cat "$T/gw-1.pid")
+cmd_port=$(ss -Hulpn | awk -v p="pid=$gw_pid," 'index($0, p) && $4 ~ /^127\.0\.0\.1:/ {
+	sub(/.*:/, "", $4); print $4 }' | head -1)
+[ -n "$cmd_port" ] ||
+	fail "no command socket of gw-1 on 127.0.0.1: $(ss -Hulpn | grep "pid=$gw_pid," | awk '{ print $4 }' | tr '\n' ' ')"
+
+tape_got=$(flood "$retrans" TAPE)
+exec_got=$(flood "$exec_retrans" "$exec_session")
+cmd_got=$(flood "127.0.0.1:$cmd_port" gw-1)
+info "200 requests for the whole stream: $tape_got bytes back from the sequencer, $exec_got from matcher-1, $cmd_got from gw-1's command stream"
+# 64 KiB burst + 64 KiB/s over ~1.3 s, and one datagram of slack
+limit=$((64 * 1024 * 25 / 10 + 1500))
+[ "$tape_got" -gt 0 ] || fail "the sequencer answered nothing at all"
+[ "$tape_got" -le "$limit" ] || fail "the sequencer sent $tape_got bytes, over its budget ($limit)"
+[ "$exec_got" -gt 0 ] || fail "matcher-1 answered nothing at all"
+[ "$cmd_got" -gt 0 ] || fail "gw-1 answered nothing at all"
+[ "$cmd_got" -le "$limit" ] || fail "gw-1 sent $cmd_got bytes, over its budget ($limit)"
+[ "$exec_got" -le "$limit" ] || fail "matcher-1 sent $exec_got bytes, over its budget ($limit)"
+r=$(stat_get seq-1 retrans_budget_refused)
+[ "${r:-0}" -gt 0 ] || fail "seq-1 retrans_budget_refused ${r:-none}"
+grep -q "past its budget" "$T/seq-1.log" || fail "no log line for the refused answers"
+r1=$(stat_get matcher-1 retrans_budget_refused)
+[ "${r1:-0}" -gt 0 ] || fail "matcher-1 retrans_budget_refused ${r1:-none}"
+sleep 2 # the budget refills: the cluster's own requests come from 127.0.0.1 too
+"$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 500 --window 8 --timeout 30 \
+	>"$T/bench2.out" 2>&1 || { cat "$T/bench2.out"; fail "orders after the flood"; }
+echo "ok: a flood of requests got $tape_got and $exec_got bytes (budget 64 KiB/s); $r answers cut short"
