@@ -1,12 +1,15 @@
 /* OUCH 4.2 codec: byte-exact layouts, round trips of every type in both
- * directions, malformed input, validation, the tick rule and formatting. */
+ * directions, malformed input, the straight-line outbound encoders against
+ * the table encoder, validation, the tick rule and formatting. */
 #include <check.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ouch.h"
+#include "ouch_private.h"
 #include "testutil.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -1007,6 +1010,123 @@ START_TEST(format_decoded_and_truncated)
 }
 END_TEST
 
+/* --- the straight-line outbound encoders against the table ------------------ */
+
+/* Encodes m both ways, into cap bytes of two larger buffers filled alike, and
+ * asserts the same return and the same bytes in the whole buffers (so also
+ * nothing written on error or past cap). Returns what both returned. */
+static int encode_both(const struct ouch_msg *m, size_t cap)
+{
+	uint8_t fast[OUCH_MAX_LEN + 16], table[OUCH_MAX_LEN + 16];
+	int rf, rt;
+
+	memset(fast, 0xa5, sizeof(fast));
+	memset(table, 0xa5, sizeof(table));
+	rf = ouch_encode_outbound(m, fast, cap);
+	rt = ouch_encode_outbound_table(m, table, cap);
+	/* ck_assert marks a point (a write to the runner) per call: too slow
+	 * for a million calls, so only a failure reaches Check */
+	if (rf != rt)
+		ck_abort_msg("type 0x%02x cap %zu: %d, the table %d", (unsigned)(uint8_t)m->type,
+			     cap, rf, rt);
+	if (memcmp(fast, table, sizeof(fast)) != 0)
+		ck_abort_msg("type 0x%02x cap %zu: bytes differ", (unsigned)(uint8_t)m->type, cap);
+	return rf;
+}
+
+/* Each outbound sample with each byte of its union set to each value (a NUL
+ * shortens a string, anything else may lengthen or spoil it), and with
+ * every cap from 0 up. */
+START_TEST(fast_encoders_every_byte_everywhere)
+{
+	const struct sample *sm = &samples[_i];
+	struct ouch_msg m = sm->make();
+
+	if (sm->inbound)
+		return;
+	ck_assert_int_eq(encode_both(&m, OUCH_MAX_LEN), sm->len);
+	for (size_t cap = 0; cap <= OUCH_MAX_LEN; cap++)
+		encode_both(&m, cap);
+	for (size_t off = offsetof(struct ouch_msg, u); off < sizeof(m); off++)
+		for (unsigned v = 0; v < 256; v++) {
+			struct ouch_msg x = m;
+
+			((uint8_t *)&x)[off] = (uint8_t)v;
+			encode_both(&x, OUCH_MAX_LEN);
+		}
+}
+END_TEST
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A byte of a random struct: a NUL one time in nul_in (so strings end at
+ * every length, or not at all), one outside 0x20-0x7E one time in bad_in
+ * (never when 0; the edges of the range most often), else printable. */
+static uint8_t draw_byte(uint64_t *s, unsigned nul_in, unsigned bad_in)
+{
+	static const uint8_t edges[] = { 0x01, 0x09, 0x1f, 0x7f, 0x80, 0x9f, 0xa0, 0xff };
+	uint64_t r = splitmix(s);
+
+	if (r % nul_in == 0)
+		return 0;
+	r /= nul_in;
+	if (bad_in && r % bad_in == 0)
+		return r & 0x100 ? edges[(r >> 9) % NELEM(edges)] : (uint8_t)(0x80 | (r >> 9));
+	return (uint8_t)(0x20 + (r >> 9) % 95);
+}
+
+/* Every outbound type, and type bytes that are none (the table's error). */
+static const char encode_types[] = {
+	OUCH_SYSTEM_EVENT, OUCH_ACCEPTED, OUCH_REPLACED, OUCH_CANCELED, OUCH_AIQ_CANCELED,
+	OUCH_EXECUTED, OUCH_BROKEN_TRADE, OUCH_REJECTED, OUCH_CANCEL_PENDING, OUCH_CANCEL_REJECT,
+	OUCH_ORDER_MODIFIED, OUCH_ENTER_ORDER, OUCH_CANCEL_ORDER, '\0', (char)0xc1,
+};
+
+/* A deterministic stream of random structs of every type (any byte anywhere,
+ * strings of every length, a small cap now and then): the two paths agree
+ * on each, a success decodes, and both successes and field errors are
+ * common for every outbound type. */
+START_TEST(fast_encoders_random_stream)
+{
+	static const unsigned nul_in[] = { 2, 4, 8, 16 }, bad_in[] = { 0, 64, 512 };
+	unsigned ok[NELEM(encode_types)] = { 0 }, field[NELEM(encode_types)] = { 0 };
+	uint64_t seed = 14;
+
+	for (unsigned i = 0; i < 300000; i++) {
+		unsigned t = i % NELEM(encode_types), mode = i / NELEM(encode_types);
+		uint64_t r = splitmix(&seed);
+		size_t cap = r % 8 ? OUCH_MAX_LEN : (r >> 8) % (OUCH_MAX_LEN + 1);
+		struct ouch_msg m, back;
+		int rc;
+
+		for (size_t k = 0; k < sizeof(m); k++)
+			((uint8_t *)&m)[k] = draw_byte(&seed, nul_in[mode % 4], bad_in[mode / 4 % 3]);
+		m.type = encode_types[t];
+		rc = encode_both(&m, cap);
+		if (rc > 0) {
+			uint8_t out[OUCH_MAX_LEN];
+
+			if (ouch_encode_outbound(&m, out, sizeof(out)) != rc ||
+			    ouch_decode_outbound(out, (size_t)rc, &back) != OUCH_OK)
+				ck_abort_msg("type %c: encoded, does not decode", m.type);
+			ok[t]++;
+		}
+		field[t] += rc == OUCH_E_FIELD;
+	}
+	for (unsigned t = 0; t < 11; t++) /* the outbound ones (System Event
+					     * has one char field to spoil) */
+		ck_assert_msg(ok[t] > 1000 && field[t] > 50, "type %c: %u encoded, %u refused",
+			      encode_types[t], ok[t], field[t]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ouch");
@@ -1024,6 +1144,8 @@ int main(void)
 	tcase_add_test(codec, encode_errors);
 	tcase_add_test(codec, encode_nul_char_is_blank);
 	tcase_add_test(codec, strerror_every_code);
+	tcase_add_loop_test(codec, fast_encoders_every_byte_everywhere, 0, (int)NELEM(samples));
+	tcase_add_test(codec, fast_encoders_random_stream);
 	suite_add_tcase(s, codec);
 
 	tcase_add_loop_test(bad, malformed_inbound, 0, (int)NELEM(bad_inbound));

@@ -1,6 +1,7 @@
 /* lockstep-bench --component codecs: ns per message of each codec on the
  * path of an Enter Order: the MoldUDP64 tape datagram, the SoupBinTCP
  * stream, OUCH, the tape event and the protobuf Command. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,10 +22,11 @@ struct codec_result {
 static struct codec_result codec_results[16];
 static unsigned n_codec_results;
 
-/* The samples every codec works on: an Enter Order, its Accepted, its
- * Command and its tape event. */
+/* The samples every codec works on: an Enter Order, its Accepted and the
+ * other answers the matcher sends (Executed, Canceled, Replaced, Rejected),
+ * its Command and its tape event. */
 struct samples {
-	struct ouch_msg enter, accepted;
+	struct ouch_msg enter, accepted, executed, canceled, replaced, rejected;
 	uint8_t msg[OUCH_MAX_LEN], cmd[256], ev[512];
 	int len;
 	size_t cmd_len, ev_len;
@@ -43,6 +45,32 @@ static void codec_report(const char *name, uint64_t t0, uint64_t n)
 		codec_results[n_codec_results++] = (struct codec_result){ name, ns };
 }
 
+/* The answers to the sample Enter other than Accepted, as the matcher fills
+ * them: tokens and stock shorter than their fields, so padding is done. */
+static void samples_answers(struct samples *x)
+{
+	const struct ouch_accepted *a = &x->accepted.u.accepted;
+
+	x->executed = (struct ouch_msg){ .type = OUCH_EXECUTED };
+	memcpy(x->executed.u.executed.token, a->token, sizeof(a->token));
+	x->executed.u.executed.shares = a->shares;
+	x->executed.u.executed.price = a->price;
+	x->executed.u.executed.liquidity = OUCH_LIQ_ADDED;
+	x->canceled = (struct ouch_msg){ .type = OUCH_CANCELED };
+	memcpy(x->canceled.u.canceled.token, a->token, sizeof(a->token));
+	x->canceled.u.canceled.decrement = a->shares;
+	x->canceled.u.canceled.reason = OUCH_CXL_USER;
+	x->replaced = (struct ouch_msg){ .type = OUCH_REPLACED };
+	/* Accepted and Replaced share their layout up to state */
+	memcpy(&x->replaced.u.replaced, a, offsetof(struct ouch_replaced, previous_token));
+	memcpy(x->replaced.u.replaced.previous_token, a->token, sizeof(a->token));
+	x->replaced.u.replaced.replacement_token[0] = 'R';
+	x->replaced.u.replaced.bbo_weight = a->bbo_weight;
+	x->rejected = (struct ouch_msg){ .type = OUCH_REJECTED };
+	memcpy(x->rejected.u.rejected.token, a->token, sizeof(a->token));
+	x->rejected.u.rejected.reason = OUCH_REJ_INVALID_PRICE;
+}
+
 static void samples_init(struct samples *x)
 {
 	memset(x, 0, sizeof(*x));
@@ -51,6 +79,7 @@ static void samples_init(struct samples *x)
 	mix_sample_enter(&x->enter.u.enter, 1);
 	x->len = ouch_encode_inbound(&x->enter, x->msg, sizeof(x->msg));
 	mix_accept(&x->enter.u.enter, 0, &x->accepted.u.accepted);
+	samples_answers(x);
 	x->cmd_len = mix_pack_enter(&x->enter.u.enter, "TRADR1", "FRMA", x->cmd);
 	x->ev_len = tape_event_encode(x->ev, sizeof(x->ev), 1, 12345678, 1700000000000000000ull,
 				      "gw-1", 12345, 12345678, x->cmd, x->cmd_len);
@@ -122,6 +151,18 @@ static void codec_soup(struct samples *x, uint64_t n)
 	codec_report("soupbintcp_parse", t0, packets);
 }
 
+/* An outbound message encoded n times; its timestamp varies. */
+static void codec_ouch_out(struct samples *x, struct ouch_msg *m, const char *name, uint64_t n)
+{
+	uint64_t t0 = mono_ns();
+
+	for (uint64_t i = 0; i < n; i++) {
+		m->u.executed.timestamp = i; /* every outbound type starts with it */
+		x->acc_sum += (uint64_t)ouch_encode_outbound(m, buf, OUCH_MAX_LEN);
+	}
+	codec_report(name, t0, n);
+}
+
 static void codec_ouch(struct samples *x, uint64_t n)
 {
 	struct ouch_msg d;
@@ -139,6 +180,10 @@ static void codec_ouch(struct samples *x, uint64_t n)
 		x->acc_sum += (uint64_t)ouch_encode_outbound(&x->accepted, buf, OUCH_MAX_LEN);
 	}
 	codec_report("ouch_encode(Accepted)", t0, n);
+	codec_ouch_out(x, &x->executed, "ouch_encode(Executed)", n);
+	codec_ouch_out(x, &x->canceled, "ouch_encode(Canceled)", n);
+	codec_ouch_out(x, &x->replaced, "ouch_encode(Replaced)", n);
+	codec_ouch_out(x, &x->rejected, "ouch_encode(Rejected)", n);
 	t0 = mono_ns();
 	for (uint64_t i = 0; i < n; i++) {
 		x->enter.u.enter.shares = 100 + (uint32_t)(i & 1023);
