@@ -180,8 +180,9 @@ static int args_ok(const struct gw_routes *r, uint32_t login, unsigned part)
 	return r->tok && part < r->n_parts && login != UINT32_MAX;
 }
 
-int gw_route_enter(struct gw_routes *r, uint32_t login, const char *token, size_t len,
-		   unsigned part)
+/* A token not yet known: in `state`, the table filled up to `limit`. */
+static int route_new(struct gw_routes *r, uint32_t login, const char *token, size_t len,
+		     unsigned part, int state, uint64_t limit)
 {
 	char key[TOKEN_LEN];
 
@@ -191,21 +192,19 @@ int gw_route_enter(struct gw_routes *r, uint32_t login, const char *token, size_
 	tok_key(key, token, len);
 	if (r->tok[tok_slot(r, login, key)].login)
 		return -EEXIST;
-	return tok_add(r, login, key, part, GW_TOK_PENDING, 0, r->max_tok);
+	return tok_add(r, login, key, part, state, 0, limit);
+}
+
+int gw_route_enter(struct gw_routes *r, uint32_t login, const char *token, size_t len,
+		   unsigned part)
+{
+	return route_new(r, login, token, len, part, GW_TOK_PENDING, r->max_tok);
 }
 
 int gw_route_maybe(struct gw_routes *r, uint32_t login, const char *token, size_t len,
 		   unsigned part)
 {
-	char key[TOKEN_LEN];
-
-	if (!args_ok(r, login, part))
-		return -EINVAL;
-	ring_reserve(r, 1);
-	tok_key(key, token, len);
-	if (r->tok[tok_slot(r, login, key)].login)
-		return -EEXIST;
-	return tok_add(r, login, key, part, GW_TOK_DEAD, 0, r->max_slack);
+	return route_new(r, login, token, len, part, GW_TOK_DEAD, r->max_slack);
 }
 
 /* ---- what the execution streams say ---------------------------------------- */
