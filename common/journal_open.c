@@ -425,6 +425,7 @@ void journal_close(struct journal *j)
 {
 	if (!j)
 		return;
+	journal_sync_wait(j);
 	if (!j->opt.read_only && journal_wbuf_write(j) == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE)
 		journal_data_sync(j);
 	free_journal(j);

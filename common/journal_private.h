@@ -49,6 +49,12 @@ struct term_run {
 	uint64_t seq, term;
 };
 
+/* A background fdatasync of the journal (journal_sync.c): in flight, and
+ * the error of the last one (0: none), shared with the syncer thread. */
+struct journal_async {
+	_Atomic int inflight, err;
+};
+
 struct journal {
 	int dfd;
 	struct journal_options opt;
@@ -62,6 +68,7 @@ struct journal {
 	uint64_t wbase;
 	int unsynced; /* written since the last fdatasync */
 	uint64_t next_sync_ms; /* INTERVAL: journal_tick() syncs from then on */
+	struct journal_async async; /* INTERVAL: the syncer thread's sync */
 	int rfd; /* segment rseg read-only, for journal_read; -1 when none */
 	unsigned rseg;
 	struct term_run *runs;
@@ -118,6 +125,13 @@ size_t journal_last_at(const void *arr, size_t n, size_t stride, uint64_t key);
 void journal_rfd_drop(struct journal *j);
 /* fsync of the directory, unless the policy is NONE. */
 int journal_dir_sync(struct journal *j);
+/* INTERVAL: an fdatasync of the last segment by the syncer thread
+ * (journal_sync.c) when something was written since the last and none is in
+ * flight; inline when the thread cannot take it. 0, or the error of the
+ * last background sync (once), or the inline sync's. */
+int journal_sync_async(struct journal *j);
+/* Waits until no background sync of j is in flight (before closing it). */
+void journal_sync_wait(struct journal *j);
 /* fdatasync of the last segment when something was written since the last. */
 int journal_data_sync(struct journal *j);
 /* Writes the write buffer out (no sync). On failure the buffer is kept and a
