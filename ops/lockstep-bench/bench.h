@@ -144,6 +144,13 @@ enum { H_ACCEPTED, H_EXECUTED, H_CANCELED, H_REPLACED, H_N };
 extern const char *const h_names[H_N], *const h_labels[H_N];
 extern struct hist hists[H_N]; /* latency from the planned send time, ns */
 extern uint64_t measure_start; /* orders planned before it are the warm-up's */
+extern uint64_t measure_start_wall; /* the same instant, CLOCK_REALTIME ns */
+/* Accepted/Rejected per second of the run (by planned time, from
+ * measure_start): the longest latency and how many, so that a tail can be
+ * placed in time and set beside the daemons' logs. */
+#define TL_SECONDS 3600
+extern uint64_t tl_max_ns[TL_SECONDS];
+extern uint32_t tl_count[TL_SECONDS];
 
 /* --check-matches: every match number must reach the bench exactly twice,
  * once on the resting (liquidity Added) and once on the aggressing (Removed)

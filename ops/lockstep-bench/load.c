@@ -251,6 +251,7 @@ static void load_loop(struct load *l)
 	l->start = l->now = mono_ns();
 	l->interval = l->closed_loop ? 0 : 1e9 / opt.rate;
 	measure_start = l->start + (uint64_t)(opt.warmup * 1e9);
+	measure_start_wall = wall_ns() + (uint64_t)(opt.warmup * 1e9);
 	l->stop_sending = opt.duration > 0 ? measure_start + (uint64_t)(opt.duration * 1e9)
 					   : UINT64_MAX;
 	if (opt.warmup <= 0)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <time.h>
 #include <string.h>
 
 #include "bench.h"
@@ -104,6 +105,40 @@ static const char *thousands(double v, char *buf)
 /* Each daemon's CPU time over the orders sent after the warm-up (Enter,
  * Cancel and Replace: the commands it was given to handle), and theirs in
  * all; a figure from /proc/PID/stat's 10 ms ticks says so. */
+/* The seconds of the run that were measured (the last that has answers). */
+static unsigned tl_seconds(void)
+{
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < TL_SECONDS; s++)
+		if (tl_count[s])
+			n = s + 1;
+	return n;
+}
+
+/* "timeline:" the longest Accepted of each second, in ms, and the wall
+ * clock of the worst one (to set beside the daemons' logs). */
+static void text_timeline(void)
+{
+	unsigned n = tl_seconds(), worst = 0;
+	time_t t;
+	struct tm tm;
+	char when[16];
+
+	if (!n)
+		return;
+	printf("timeline:    longest Accepted each second (ms):");
+	for (unsigned s = 0; s < n; s++) {
+		printf(" %.1f", (double)tl_max_ns[s] / 1e6);
+		if (tl_max_ns[s] > tl_max_ns[worst])
+			worst = s;
+	}
+	t = (time_t)((measure_start_wall + worst * 1000000000ull) / 1000000000ull);
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	printf("; the worst, second %u, began %s UTC\n", worst + 1, when);
+}
+
 static void text_cpu_per_order(void)
 {
 	double n = (double)counts.measured_sent, total = 0;
@@ -171,6 +206,7 @@ void report_text(const struct load *l, const struct load_figures *f)
 	for (int h = 0; h < H_N; h++)
 		if (hists[h].count || h == H_ACCEPTED)
 			hist_print(&hists[h], stdout, h_labels[h], 1000.0);
+	text_timeline();
 	printf("cpu:        ");
 	for (unsigned i = 0; i < n_procs; i++)
 		printf(" %s %.2f s (%.0f%%)%s", procs[i].name, procs_cpu_ns(&procs[i]) / 1e9,
@@ -244,7 +280,10 @@ int report_json(const struct load *l, const struct load_figures *fg)
 		fprintf(f, "%s\"%s\": ", h ? ", " : "", h_names[h]);
 		json_curve(f, &hists[h]);
 	}
-	fprintf(f, "},\n \"mix\": {");
+	fprintf(f, "},\n \"accepted_max_us_per_s\": [");
+	for (unsigned s = 0, n = tl_seconds(); s < n; s++)
+		fprintf(f, "%s%.0f", s ? ", " : "", (double)tl_max_ns[s] / 1e3);
+	fprintf(f, "],\n \"mix\": {");
 	for (int k = 0; k < MIX_N; k++)
 		fprintf(f, "%s\"%s\": %u", k ? ", " : "", mix_names[k], opt.mix[k]);
 	fprintf(f, "},\n \"cpu_s\": {");

@@ -33,7 +33,9 @@ const char *const h_labels[H_N] = {
 	"latency cancel->Canceled/CancelReject (us)", "latency replace->Replaced (us)",
 };
 struct hist hists[H_N];
-uint64_t measure_start;
+uint64_t measure_start, measure_start_wall;
+uint64_t tl_max_ns[TL_SECONDS];
+uint32_t tl_count[TL_SECONDS];
 struct match_slot *matches;
 uint64_t match_mask, match_open;
 
@@ -98,6 +100,15 @@ static void answered(struct bsession *s, int warm, int hist, uint64_t planned, u
 	counts.last_answer = now;
 	if (hist >= 0)
 		hist_record(&hists[hist], now > planned ? now - planned : 0);
+	if (hist == H_ACCEPTED && planned >= measure_start) {
+		uint64_t sec = (planned - measure_start) / 1000000000u, lat = now > planned ? now - planned : 0;
+
+		if (sec < TL_SECONDS) {
+			tl_count[sec]++;
+			if (lat > tl_max_ns[sec])
+				tl_max_ns[sec] = lat;
+		}
+	}
 }
 
 /* An order left the book: its pending Replace, if any, will be ignored (or
