@@ -42,7 +42,9 @@ node_ctl gw-1 status --json | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["pools"]
 assert p["tokens"]["size"] == 1024 and 1000 <= p["tokens"]["used"] <= 1024, p
-assert 1 <= p["tokens_live"]["used"] <= 201, p' ||
+# live: KEEP1 and what rests per session: --depth 100, overshot by the
+# passive orders in flight when the bench counted (its --window of 8)
+assert 1 <= p["tokens_live"]["used"] <= 1 + 2 * (100 + 8), p' ||
 	fail "status --json pools: $(node_ctl gw-1 status --json)"
 info "gw-1: $forgotten tokens forgotten; $(node_ctl gw-1 status | grep -o 'tokens [0-9]*/[0-9]*')"
 
