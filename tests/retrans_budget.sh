@@ -24,7 +24,7 @@ exec_session=EXEC0 # partition 0's (matcher/exec.c)
 [ -n "$retrans" ] && [ -n "$exec_retrans" ] || fail "no retransmission addresses in the configs"
 
 # flood ADDR SESSION: 200 requests for seq 1, count 65535, over about a
-# second; prints the bytes that came back.
+# second; prints the bytes that came back and the milliseconds it took.
 flood() {
 	python3 - "$1" "$2" <<'PY'
 import socket, struct, sys, time
@@ -34,7 +34,8 @@ req = sys.argv[2].encode().ljust(10) + struct.pack(">QH", 1, 65535)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
 s.settimeout(0.005)
-got, end = 0, time.time() + 1.0
+start = time.time()
+got, end = 0, start + 1.0
 for i in range(200):
     s.sendto(req, (host, int(port)))
     while True:
@@ -47,7 +48,7 @@ while time.time() < end + 0.3:
         got += len(s.recv(65536))
     except socket.timeout:
         pass
-print(got)
+print(got, int((time.time() - start) * 1000))
 PY
 }
 
@@ -60,18 +61,21 @@ cmd_port=$(ss -Hulpn | awk -v p="pid=$gw_pid," 'index($0, p) && $4 ~ /^127\.0\.0
 [ -n "$cmd_port" ] ||
 	fail "no command socket of gw-1 on 127.0.0.1: $(ss -Hulpn | grep "pid=$gw_pid," | awk '{ print $4 }' | tr '\n' ' ')"
 
-tape_got=$(flood "$retrans" TAPE)
-exec_got=$(flood "$exec_retrans" "$exec_session")
-cmd_got=$(flood "127.0.0.1:$cmd_port" gw-1)
-info "200 requests for the whole stream: $tape_got bytes back from the sequencer, $exec_got from matcher-1, $cmd_got from gw-1's command stream"
-# 64 KiB burst + 64 KiB/s over ~1.3 s, and one datagram of slack
-limit=$((64 * 1024 * 25 / 10 + 1500))
-[ "$tape_got" -gt 0 ] || fail "the sequencer answered nothing at all"
-[ "$tape_got" -le "$limit" ] || fail "the sequencer sent $tape_got bytes, over its budget ($limit)"
-[ "$exec_got" -gt 0 ] || fail "matcher-1 answered nothing at all"
-[ "$cmd_got" -gt 0 ] || fail "gw-1 answered nothing at all"
-[ "$cmd_got" -le "$limit" ] || fail "gw-1 sent $cmd_got bytes, over its budget ($limit)"
-[ "$exec_got" -le "$limit" ] || fail "matcher-1 sent $exec_got bytes, over its budget ($limit)"
+# within_budget NAME BYTES MS: at most one burst (64 KiB) plus the rate
+# (64 KiB/s) over the time the flood took, and one datagram of slack
+within_budget() {
+	local limit=$((65536 + 65536 * $3 / 1000 + 1500))
+	[ "$2" -gt 0 ] || fail "$1 answered nothing at all"
+	[ "$2" -le "$limit" ] || fail "$1 sent $2 bytes in $3 ms, over its budget ($limit)"
+}
+read -r tape_got tape_ms < <(flood "$retrans" TAPE)
+read -r exec_got exec_ms < <(flood "$exec_retrans" "$exec_session")
+read -r cmd_got cmd_ms < <(flood "127.0.0.1:$cmd_port" gw-1)
+info "200 requests for the whole stream: $tape_got bytes back from the sequencer in $tape_ms ms," \
+	"$exec_got from matcher-1 in $exec_ms ms, $cmd_got from gw-1's command stream in $cmd_ms ms"
+within_budget seq-1 "$tape_got" "$tape_ms"
+within_budget matcher-1 "$exec_got" "$exec_ms"
+within_budget gw-1 "$cmd_got" "$cmd_ms"
 r=$(stat_get seq-1 retrans_budget_refused)
 [ "${r:-0}" -gt 0 ] || fail "seq-1 retrans_budget_refused ${r:-none}"
 grep -q "past its budget" "$T/seq-1.log" || fail "no log line for the refused answers"
