@@ -1,4 +1,5 @@
 /* A byte budget per source address (srcbudget.h). */
+#include <stddef.h>
 #include <string.h>
 
 #include "srcbudget.h"
@@ -66,4 +67,16 @@ int src_budget_take(struct src_budget *b, uint32_t addr, uint64_t bytes, uint64_
 	}
 	src_budget_charge(b, addr, bytes, now);
 	return 1;
+}
+
+unsigned src_budget_prefix(struct src_budget *b, uint32_t addr, const size_t *lens, unsigned n,
+			   uint64_t now)
+{
+	uint64_t room = src_budget_room(b, addr, now), bytes = 0;
+	unsigned k = 0;
+
+	while (k < n && bytes + lens[k] <= room)
+		bytes += lens[k++];
+	src_budget_charge(b, addr, bytes, now);
+	return k;
 }

@@ -36,5 +36,9 @@ int src_budget_take(struct src_budget *b, uint32_t addr, uint64_t bytes, uint64_
  * many as the room holds. */
 uint64_t src_budget_room(struct src_budget *b, uint32_t addr, uint64_t now);
 void src_budget_charge(struct src_budget *b, uint32_t addr, uint64_t bytes, uint64_t now);
+/* An answer of n datagrams of lens[i] bytes to addr: how many of the first
+ * ones the budget lets go (all when off), charged. */
+unsigned src_budget_prefix(struct src_budget *b, uint32_t addr, const size_t *lens, unsigned n,
+			   uint64_t now);
 
 #endif

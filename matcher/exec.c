@@ -137,12 +137,9 @@ void matcher_exec_end(struct matcher *m)
 /* The datagrams of an answer [0, k) that from's budget lets go: a prefix. */
 static unsigned answer_budget(struct matcher *m, unsigned k, const struct sockaddr_in *from)
 {
-	uint64_t room = src_budget_room(&m->req_budget, from->sin_addr.s_addr, m->now), bytes = 0;
-	unsigned n = 0;
+	unsigned n = src_budget_prefix(&m->req_budget, from->sin_addr.s_addr, m->req_tx.lens, k,
+				       m->now);
 
-	while (n < k && bytes + m->req_tx.lens[n] <= room)
-		bytes += m->req_tx.lens[n++];
-	src_budget_charge(&m->req_budget, from->sin_addr.s_addr, bytes, m->now);
 	if (n < k)
 		m->st.retrans_budget_refused++;
 	return n;

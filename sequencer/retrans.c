@@ -67,13 +67,9 @@ unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, 
 static unsigned retrans_budget(struct sequencer *s, unsigned np, const struct sockaddr_in *from,
 			       uint64_t *blocks)
 {
-	uint64_t now = mono_ns(), room = src_budget_room(&s->rbudget, from->sin_addr.s_addr, now);
-	uint64_t bytes = 0;
-	unsigned k = 0;
+	unsigned k = src_budget_prefix(&s->rbudget, from->sin_addr.s_addr, s->rout.lens, np,
+				       mono_ns());
 
-	while (k < np && bytes + s->rout.lens[k] <= room)
-		bytes += s->rout.lens[k++];
-	src_budget_charge(&s->rbudget, from->sin_addr.s_addr, bytes, now);
 	if (k < np) {
 		char a[32];
 

@@ -22,6 +22,13 @@ START_TEST(bucket)
 	ck_assert(!src_budget_take(&b, 1, 1, 100 * S));
 	ck_assert_uint_eq(b.refused, 4);
 	ck_assert(!src_budget_take(&b, 3, 1001, 100 * S)); /* more than a burst: never */
+	{
+		const size_t lens[] = { 400, 400, 400 };
+
+		/* an answer of three datagrams: the first two fit a fresh bucket */
+		ck_assert_uint_eq(src_budget_prefix(&b, 4, lens, 3, 100 * S), 2);
+		ck_assert_uint_eq(src_budget_prefix(&b, 4, lens, 3, 100 * S), 0);
+	}
 }
 END_TEST
 
