@@ -124,6 +124,13 @@ static int load_config(int argc, char **argv, const struct daemon_ops *ops, void
 		return -1;
 	}
 	if (args->check_config) {
+		struct auth_keys keys;
+
+		if (node->auth == AUTH_MODE_ON &&
+		    auth_keyfile_load(node->key_file, &keys, err, sizeof(err)) < 0) {
+			fprintf(stderr, "%s: [node] key_file: %s\n", prog, err);
+			return -1;
+		}
 		if (ops->check && ops->check(cfg, err, sizeof(err)) < 0) {
 			fprintf(stderr, "%s: %s\n", prog, err);
 			return -1;
@@ -157,9 +164,15 @@ static int reload_config(void *cfg, struct node_config *node, char *msg, size_t 
 		snprintf(msg, msglen, "%s", err);
 		return r;
 	}
+	if ((r = auth_node_setup(node->auth, node->cluster, node->key_file, err, sizeof(err))) <
+	    0) {
+		snprintf(msg, msglen, "%s (the keys in use stay)", err);
+		return r;
+	}
 	log_set_level(LOG_LVL_ERR + node->log_level);
 	log_set_timestamps(node->log_timestamps);
-	snprintf(msg, msglen, "log_level %s", daemon_log_level_names[node->log_level]);
+	snprintf(msg, msglen, "log_level %s, auth %s", daemon_log_level_names[node->log_level],
+		 auth_node_describe());
 	return 0;
 }
 
@@ -210,12 +223,14 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req,
 
 	reply->role = (char *)d->ops->role;
 	d->ops->status(d->self, reply);
+	reply->auth = (char *)auth_node_describe();
 	switch (req->op) {
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATUS:
 		return;
 	case LOCKSTEP__CONTROL_REQUEST__OP__STATS:
 		counters_reset(&d->counters);
 		d->ops->stats(d->self, &d->counters);
+		auth_node_stats(&d->counters);
 		counters_reply(&d->counters, reply);
 		return;
 	case LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL:
@@ -243,11 +258,18 @@ static void on_control(void *ctx, const Lockstep__ControlRequest *req,
 int daemon_node_open(struct daemon_node **out, const struct daemon_ops *ops,
 		     struct ev_loop *loop, const void *cfg)
 {
-	const char *path = node_of(ops, (void *)cfg)->control;
-	struct daemon_node *d = calloc(1, sizeof(*d));
+	const struct node_config *node = node_of(ops, (void *)cfg);
+	const char *path = node->control;
+	struct daemon_node *d;
+	char err[512];
 	int r;
 
-	if (!d || !(d->fresh = calloc(1, ops->cfg_size))) {
+	if ((r = auth_node_setup(node->auth, node->cluster, node->key_file, err, sizeof(err))) <
+	    0) {
+		log_err("cannot start: %s", err);
+		return r;
+	}
+	if (!(d = calloc(1, sizeof(*d))) || !(d->fresh = calloc(1, ops->cfg_size))) {
 		free(d);
 		log_err("cannot start: %s", strerror(ENOMEM));
 		return -ENOMEM;

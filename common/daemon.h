@@ -15,6 +15,7 @@
 #include "config.h"
 #include "counters.h"
 #include "ctl.h"
+#include "auth_node.h"
 #include "uring.h"
 
 #define DAEMON_MAX_OVERRIDES 64
@@ -46,6 +47,10 @@ struct node_config {
 	/* bytes a second each retransmission server of the node answers one
 	 * source address (common/srcbudget.h; 0: no limit) */
 	uint64_t retrans_budget;
+	/* the cluster key (common/auth_node.h) */
+	char cluster[32];
+	int auth; /* enum auth_mode */
+	char key_file[256];
 };
 
 enum daemon_wait {
@@ -83,7 +88,20 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	  0, 0, NULL, \
 	  "bytes a second a retransmission server answers one source address (a burst of as " \
 	  "much); requests past it go unanswered, counted as retrans_budget_refused (0: no " \
-	  "limit)" }
+	  "limit)" }, \
+	{ "node", "cluster", CONFIG_STRING, offsetof(type, member.cluster), \
+	  sizeof(((type *)0)->member.cluster), "lockstep", 0, 0, NULL, \
+	  "the cluster's name, part of every datagram's tag: two clusters never mix, even " \
+	  "with one key (1 to 31 characters, no spaces)" }, \
+	{ "node", "auth", CONFIG_ENUM, offsetof(type, member.auth), 0, "on", 0, 0, \
+	  auth_mode_names, \
+	  "on: every datagram between members carries a tag under the cluster key, and one " \
+	  "that fails is dropped and counted; off: any host can speak for a member (a lab " \
+	  "only; warned at start and in status)" }, \
+	{ "node", "key_file", CONFIG_STRING, offsetof(type, member.key_file), \
+	  sizeof(((type *)0)->member.key_file), "/etc/lockstep/cluster.key", 0, 0, NULL, \
+	  "the cluster key file (lockstepctl keygen; mode 0640, group lockstep), read at " \
+	  "start and on reload" }
 
 /* What a daemon is to the skeleton. `self` is the daemon's own object, made
  * by open. Every hook runs on the loop's thread. */
