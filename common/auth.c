@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,7 +14,7 @@
 #include "macros.h"
 
 const char *const auth_surface_names[AUTH_N_SURFACES] = {
-	"commands", "tape", "exec", "raft", "votes", "requests",
+	"commands", "tape", "exec", "raft", "votes", "requests", "flow",
 };
 
 const char *auth_strerror(int err)
@@ -233,6 +234,17 @@ int auth_keyfile_load(const char *path, struct auth_keys *out, char *err, size_t
 	if (r < 0)
 		snprintf(err, errlen, "%s: %s", path, perr);
 	return r;
+}
+
+void auth_keys_generate(struct auth_keys *k)
+{
+	memset(k, 0, sizeof(*k));
+	if (sodium_init() < 0)
+		abort(); /* no entropy: nothing safe to do */
+	k->n = 1;
+	k->id[0] = 1;
+	k->send_id = 1;
+	randombytes_buf(k->key[0], AUTH_KEY_LEN);
 }
 
 size_t auth_keyfile_format(const struct auth_keys *k, char *out, size_t cap)

@@ -53,6 +53,7 @@ enum auth_surface {
 	AUTH_RAFT, /* sequencer <-> sequencer */
 	AUTH_VOTE, /* matcher checkpoint votes */
 	AUTH_REQUEST, /* retransmission requests, to every server */
+	AUTH_FLOW, /* a matcher's flow status, to the sequencers */
 	AUTH_N_SURFACES
 };
 
@@ -94,6 +95,8 @@ int auth_keyfile_parse(const char *text, size_t len, struct auth_keys *out, char
 /* Reads and parses `path`: -errno of open/read, -EPERM when others may read
  * it (mode & 007), -EINVAL from the parser; err says which. */
 int auth_keyfile_load(const char *path, struct auth_keys *out, char *err, size_t errlen);
+/* k: one fresh random key, id 1, sent with. */
+void auth_keys_generate(struct auth_keys *k);
 /* Writes k as a key file into out; returns its length, or 0 when cap is
  * too small. */
 size_t auth_keyfile_format(const struct auth_keys *k, char *out, size_t cap);

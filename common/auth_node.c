@@ -95,6 +95,19 @@ int auth_node_setup(int mode, const char *cluster, const char *key_file, char *e
 	return 0;
 }
 
+int auth_node_setup_keys(const char *cluster, const struct auth_keys *k)
+{
+	struct auth fresh;
+	int r = auth_init(&fresh, cluster, k);
+
+	if (r < 0)
+		return r;
+	carry_key_counts(&fresh);
+	g.a = fresh;
+	describe();
+	return 0;
+}
+
 const struct auth *auth_node(void)
 {
 	return &g.a;
@@ -115,6 +128,28 @@ size_t auth_node_seal(enum auth_surface s, uint8_t *buf, size_t len, size_t cap,
 	log_ratelimited(&g.rl, LOG_LVL_ERR, "%s: cannot tag a %zu-byte datagram: %s",
 			auth_surface_names[s], len, auth_strerror((int)r));
 	return len;
+}
+
+void auth_node_seal_batch(enum auth_surface s, struct net_batch *b, unsigned n, size_t mold_off)
+{
+	if (!g.a.on)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		b->lens[i] = auth_node_seal(s, net_batch_slot(b, i), b->lens[i], b->size, mold_off);
+}
+
+size_t auth_node_request(uint8_t out[AUTH_CONTROL_MAX], const struct mold_request *r)
+{
+	return auth_node_seal(AUTH_REQUEST, out, mold_build_request(out, r), AUTH_CONTROL_MAX, 0);
+}
+
+size_t auth_node_heartbeat(uint8_t out[AUTH_CONTROL_MAX], enum auth_surface s,
+			   const struct mold_session *sess, uint64_t next_seq, int eos)
+{
+	size_t n = eos ? mold_build_end_of_session(out, sess, next_seq)
+		       : mold_build_heartbeat(out, sess, next_seq);
+
+	return auth_node_seal(s, out, n, AUTH_CONTROL_MAX, 0);
 }
 
 static struct source *source_slot(const struct sockaddr_in *from)

@@ -20,6 +20,8 @@
 #include "auth.h"
 #include "counters.h"
 #include "lockstep.pb-c.h"
+#include "moldudp64.h"
+#include "net.h"
 
 enum auth_mode { AUTH_MODE_OFF, AUTH_MODE_ON };
 extern const char *const auth_mode_names[]; /* "off", "on" */
@@ -30,6 +32,9 @@ extern const char *const auth_mode_names[]; /* "off", "on" */
  * a reload with a bad file keeps the keys in use). */
 int auth_node_setup(int mode, const char *cluster, const char *key_file, char *err,
 		    size_t errlen);
+
+/* The same from keys in memory (lockstep-bench's own cluster). */
+int auth_node_setup_keys(const char *cluster, const struct auth_keys *k);
 
 /* The key set in use (authentication off until auth_node_setup()). */
 const struct auth *auth_node(void);
@@ -43,6 +48,17 @@ size_t auth_node_reserve(void);
  * the datagram goes untagged, so receivers drop it and count it. */
 size_t auth_node_seal(enum auth_surface s, uint8_t *buf, size_t len, size_t cap,
 		      size_t mold_off);
+
+/* auth_node_seal() of slots [0, n) of b, in place (each slot's room is
+ * b->size): the last step before a batch is sent. */
+void auth_node_seal_batch(enum auth_surface s, struct net_batch *b, unsigned n, size_t mold_off);
+
+/* A request (MoldUDP64, for surface AUTH_REQUEST), a heartbeat or an end
+ * of session (for the stream's surface), built and tagged: the length. */
+#define AUTH_CONTROL_MAX (MOLD_HEADER_LEN + AUTH_TRAILER_LEN)
+size_t auth_node_request(uint8_t out[AUTH_CONTROL_MAX], const struct mold_request *r);
+size_t auth_node_heartbeat(uint8_t out[AUTH_CONTROL_MAX], enum auth_surface s,
+			   const struct mold_session *sess, uint64_t next_seq, int eos);
 
 /* Checks a received datagram: 0 with *len its own length (trailer cut
  * off, count put back), or -1 when it failed (counted, logged). */

@@ -61,6 +61,7 @@ static void cmd_end(struct gw *g, size_t len)
 {
 	unsigned s = g->cmd.slot;
 
+	len = auth_node_seal(AUTH_CMD, net_batch_slot(&g->cmd.out, s), len, g->cmd.out.size, 0);
 	g->cmd.out.lens[s] = len;
 	if (g->cmd.fan) {
 		const uint8_t *src = net_batch_slot(&g->cmd.out, s);
@@ -154,8 +155,8 @@ static void cmd_begin(struct gw *g, uint64_t seq, const struct sockaddr_in *dst)
 		cmd_end(g, mold_build_end(&g->cmd.b));
 	if (g->cmd.slot + width > g->cmd.out.n)
 		cmd_send_now(g);
-	mold_build_begin(&g->cmd.b, net_batch_slot(&g->cmd.out, g->cmd.slot), g->cmd.out.size,
-			 &g->cmd.sess, seq);
+	mold_build_begin(&g->cmd.b, net_batch_slot(&g->cmd.out, g->cmd.slot),
+			 g->cmd.out.size - auth_node_reserve(), &g->cmd.sess, seq);
 	g->cmd.out.addrs[g->cmd.slot] = dst ? *dst : g->cmd.seq_addrs[0];
 	g->cmd.fan = !dst;
 	g->cmd.building = 1;
@@ -267,12 +268,14 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 		for (int i = 0; i < n; i++) {
 			struct mold_request r;
 			uint64_t from, to, first = journal_first_seq(g->cmd.j);
-			const uint8_t *buf = net_batch_slot(&g->cmd.in, (unsigned)i);
+			uint8_t *buf = net_batch_slot(&g->cmd.in, (unsigned)i);
+			size_t len = g->cmd.in.lens[i];
 			int rc;
 
-			if (rx_drop(&g->cmd.drop, buf, g->cmd.in.lens[i]))
+			if (rx_drop(&g->cmd.drop, buf, len) ||
+			    auth_node_check(AUTH_REQUEST, buf, &len, 0, &g->cmd.in.addrs[i]) < 0)
 				continue;
-			rc = mold_parse_request(buf, g->cmd.in.lens[i], &g->cmd.sess, &r);
+			rc = mold_parse_request(buf, len, &g->cmd.sess, &r);
 			if (rc < 0) {
 				log_ratelimited(&gw_rl, LOG_LVL_WARNING,
 						"command socket: bad request: %s", mold_strerror(rc));
@@ -283,10 +286,11 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 			if (first && from < first && r.count) {
 				/* The too-old answer (common/rx.h): a heartbeat to the
 				 * requester whose seq is the oldest command journalled. */
-				uint8_t hb[MOLD_HEADER_LEN];
+				uint8_t hb[AUTH_CONTROL_MAX];
 				size_t hb_len = rxpath_too_old_answer(hb, &g->cmd.sess,
 								      "command stream", from, first);
 
+				hb_len = auth_node_seal(AUTH_CMD, hb, hb_len, sizeof(hb), 0);
 				g->st.retrans_too_old++;
 				(void)sendto(g->cmd.fd, hb, hb_len, 0,
 					     (const struct sockaddr *)&g->cmd.in.addrs[i],

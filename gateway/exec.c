@@ -300,6 +300,7 @@ static int open_exec_sockets(struct gw_part *x)
 		log_err("partition %u: exec_retrans: no address", x->index);
 		return -EINVAL;
 	}
+	e->surface = AUTH_EXEC;
 	rc = gw_stream_open(g, e, &exec_ops, x, g->cfg.reorder_bytes ? g->cfg.reorder_bytes
 								    : 8u << 20,
 			    e->n_retrans, e->next);

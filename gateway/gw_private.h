@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "gateway.h"
+#include "auth_node.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
 #include "macros.h"
@@ -142,6 +143,7 @@ struct gw_stream {
 	unsigned n_retrans;
 	struct rx_drop drop, req_drop; /* the loss generator, per socket */
 	uint64_t rxq, req_rxq; /* SO_RXQ_OVFL, per socket */
+	enum auth_surface surface; /* what its datagrams are tagged as */
 };
 
 /* A matcher partition: its execution stream, arbitrated among its replicas. */

@@ -37,13 +37,14 @@ int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, 
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
 {
 	struct mold_request r = { s->sess, seq, count };
-	uint8_t buf[MOLD_REQUEST_LEN];
+	uint8_t buf[AUTH_CONTROL_MAX];
 	const struct sockaddr_in *dst = &s->retrans[server % s->n_retrans];
+	size_t n;
 
 	if (s->req_fd < 0)
 		return;
-	mold_build_request(buf, &r);
-	if (sendto(s->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
+	n = auth_node_request(buf, &r);
+	if (sendto(s->req_fd, buf, n, 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "retransmission request: %s",
 				strerror(errno));
 	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
@@ -141,9 +142,13 @@ void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_pa
 
 		if (n <= 0)
 			break;
-		for (int i = 0; i < n; i++)
-			packet(ctx, net_batch_slot(rx, (unsigned)i), rx->lens[i], answer,
-			       &rx->addrs[i], now);
+		for (int i = 0; i < n; i++) {
+			uint8_t *buf = net_batch_slot(rx, (unsigned)i);
+			size_t len = rx->lens[i];
+
+			if (auth_node_check(s->surface, buf, &len, 0, &rx->addrs[i]) == 0)
+				packet(ctx, buf, len, answer, &rx->addrs[i], now);
+		}
 		if ((unsigned)n < rx->n)
 			break;
 	}

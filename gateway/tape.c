@@ -193,6 +193,7 @@ int gw_tape_open(struct gw *g, uint64_t next)
 		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 13);
 	if (mold_session_set(&g->tape.s.sess, g->cfg.tape_session) < 0)
 		return -EINVAL; /* checked by gw_open */
+	g->tape.s.surface = AUTH_TAPE;
 	/* from the progress file's position (0: the first packet decides) */
 	rc = gw_stream_open(g, &g->tape.s, &tape_ops, g,
 			    g->cfg.reorder_bytes ? g->cfg.reorder_bytes : 8u << 20,

@@ -243,13 +243,15 @@ void matcher_checkpoint_own(struct matcher *m, uint64_t seq)
 {
 	struct matcher_checkpoint c = { .partition = (uint32_t)m->cfg->partition, .seq = seq,
 					.hash = engine_hash(m->engine) };
-	uint8_t buf[MATCHER_CKPT_LEN];
+	uint8_t buf[MATCHER_CKPT_LEN + AUTH_TRAILER_LEN];
 	struct matcher_checkpoint_slot *s;
+	size_t n;
 
 	snprintf(c.name, sizeof(c.name), "%s", m->cfg->node.name);
 	if (matcher_checkpoint_encode(buf, &c) == MATCHER_CKPT_LEN &&
-	    sendto(m->exec_fd, buf, sizeof(buf), 0, (const struct sockaddr *)&m->ck_group,
-		   sizeof(m->ck_group)) == (ssize_t)sizeof(buf))
+	    (n = auth_node_seal(AUTH_VOTE, buf, MATCHER_CKPT_LEN, sizeof(buf), AUTH_RAW)) &&
+	    sendto(m->exec_fd, buf, n, 0, (const struct sockaddr *)&m->ck_group,
+		   sizeof(m->ck_group)) == (ssize_t)n)
 		m->st.checkpoints_sent++;
 	else
 		m->st.checkpoint_send_errors++;
@@ -276,7 +278,7 @@ static int ckpt_peer(struct matcher *m, const char *name)
 	return (int)m->n_peers++;
 }
 
-static void on_ckpt_packet(struct matcher *m, const uint8_t *buf, size_t len,
+static void on_ckpt_packet(struct matcher *m, uint8_t *buf, size_t len,
 			   const struct sockaddr_in *from)
 {
 	uint64_t k_ivl = m->cfg->checkpoint_interval;
@@ -284,6 +286,8 @@ static void on_ckpt_packet(struct matcher *m, const uint8_t *buf, size_t len,
 	struct matcher_checkpoint_slot *s;
 	int err, k;
 
+	if (auth_node_check(AUTH_VOTE, buf, &len, AUTH_RAW, from) < 0)
+		return;
 	err = matcher_checkpoint_decode(buf, len, &c);
 	if (err < 0) {
 		char a[32];

@@ -46,6 +46,7 @@ void matcher_exec_flush(struct matcher *m)
 		exec_end_packet(m);
 	if (m->tx_count == 0)
 		return;
+	auth_node_seal_batch(AUTH_EXEC, &m->tx, m->tx_count, 0);
 	int sent = iopath_send(&m->io, &m->tx, m->exec_fd, m->tx_count, NET_SEND_WAIT_NS,
 			       &m->st.exec_send_waits);
 	if (sent < (int)m->tx_count)
@@ -66,8 +67,8 @@ static void exec_begin_packet(struct matcher *m)
 	if (m->tx_count == m->tx.n)
 		matcher_exec_flush(m);
 	m->pkt_slot = m->tx_count;
-	mold_build_begin(&m->pkt, net_batch_slot(&m->tx, m->pkt_slot), m->cfg->max_datagram,
-			 &m->exec_session, m->exec_next);
+	mold_build_begin(&m->pkt, net_batch_slot(&m->tx, m->pkt_slot),
+			 m->cfg->max_datagram - auth_node_reserve(), &m->exec_session, m->exec_next);
 }
 
 void matcher_exec_emit(void *ctx, const char *user, const struct ouch_msg *msg)
@@ -111,12 +112,13 @@ void matcher_exec_emit(void *ctx, const char *user, const struct ouch_msg *msg)
 
 void matcher_exec_heartbeat(struct matcher *m, uint64_t now)
 {
-	uint8_t hb[MOLD_HEADER_LEN];
+	uint8_t hb[AUTH_CONTROL_MAX];
+	size_t n;
 
 	if (now - m->last_exec_send_ns < m->cfg->heartbeat_ns || m->diverged)
 		return;
-	mold_build_heartbeat(hb, &m->exec_session, m->exec_next);
-	sendto(m->exec_fd, hb, sizeof(hb), 0, (struct sockaddr *)&m->exec_group,
+	n = auth_node_heartbeat(hb, AUTH_EXEC, &m->exec_session, m->exec_next, 0);
+	sendto(m->exec_fd, hb, n, 0, (struct sockaddr *)&m->exec_group,
 	       sizeof(m->exec_group));
 	m->last_exec_send_ns = now;
 	m->st.heartbeats_sent++;
@@ -124,11 +126,11 @@ void matcher_exec_heartbeat(struct matcher *m, uint64_t now)
 
 void matcher_exec_end(struct matcher *m)
 {
-	uint8_t eos[MOLD_HEADER_LEN];
+	uint8_t eos[AUTH_CONTROL_MAX];
+	size_t n = auth_node_heartbeat(eos, AUTH_EXEC, &m->exec_session, m->exec_next, 1);
 
-	mold_build_end_of_session(eos, &m->exec_session, m->exec_next);
 	if (m->exec_fd >= 0)
-		sendto(m->exec_fd, eos, sizeof(eos), 0, (struct sockaddr *)&m->exec_group,
+		sendto(m->exec_fd, eos, n, 0, (struct sockaddr *)&m->exec_group,
 		       sizeof(m->exec_group));
 }
 
@@ -174,8 +176,8 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 	}
 	end = r.seq + r.count < m->exec_next ? r.seq + r.count : m->exec_next;
 	while (seq < end && k < m->req_tx.n && k < RETRANS_PACKETS) {
-		mold_build_begin(&b, net_batch_slot(&m->req_tx, k), m->cfg->max_datagram,
-				 &m->exec_session, seq);
+		mold_build_begin(&b, net_batch_slot(&m->req_tx, k),
+				 m->cfg->max_datagram - auth_node_reserve(), &m->exec_session, seq);
 		for (; seq < end; seq++) {
 			const uint8_t *slot = m->ring + (seq % m->cfg->ring) * MATCHER_EXEC_SLOT;
 			uint16_t blen = (uint16_t)(slot[0] << 8 | slot[1]);
@@ -189,6 +191,7 @@ static void serve_request(struct matcher *m, const uint8_t *buf, size_t len,
 		k++;
 	}
 	k = answer_budget(m, k, from);
+	auth_node_seal_batch(AUTH_EXEC, &m->req_tx, k, 0);
 	if (k)
 		net_batch_send(&m->req_tx, m->retrans_fd, k);
 }
@@ -203,17 +206,20 @@ static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 	if (n > 0)
 		m->now = mono_ns();
 	for (int i = 0; i < n; i++) {
-		const uint8_t *buf = net_batch_slot(&m->req_rx, (unsigned)i);
+		uint8_t *buf = net_batch_slot(&m->req_rx, (unsigned)i);
+		size_t len = m->req_rx.lens[i];
 
-		if (rx_drop(&m->drop_retrans, buf, m->req_rx.lens[i])) {
+		if (rx_drop(&m->drop_retrans, buf, len)) {
 			m->st.exec_requests_dropped++;
 			continue;
 		}
+		if (auth_node_check(AUTH_REQUEST, buf, &len, 0, &m->req_rx.addrs[i]) < 0)
+			continue;
 		if (m->diverged) { /* silence: the gateway asks another replica */
 			m->st.exec_requests_refused++;
 			continue;
 		}
-		serve_request(m, buf, m->req_rx.lens[i], &m->req_rx.addrs[i]);
+		serve_request(m, buf, len, &m->req_rx.addrs[i]);
 	}
 }
 

@@ -161,13 +161,12 @@ static void send_request(void *ctx, unsigned server, uint64_t seq, uint16_t coun
 {
 	struct matcher *m = ctx;
 	struct mold_request r = { .session = m->tape_session, .seq = seq, .count = count };
-	uint8_t buf[MOLD_REQUEST_LEN];
-
+	uint8_t buf[AUTH_CONTROL_MAX];
 	const struct sockaddr_in *dst = &m->tape_retrans[server % m->n_retrans];
+	size_t n = auth_node_request(buf, &r);
 
-	mold_build_request(buf, &r);
-	if (sendto(m->req_fd, buf, sizeof(buf), 0, (const struct sockaddr *)dst, sizeof(*dst)) !=
-	    (ssize_t)sizeof(buf))
+	if (sendto(m->req_fd, buf, n, 0, (const struct sockaddr *)dst, sizeof(*dst)) !=
+	    (ssize_t)n)
 		log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "tape request: %s",
 				strerror(errno));
 }
@@ -209,7 +208,7 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* A datagram of the tape (answer 0) or on the request socket (answer 1, from
  * `from`: retransmissions, and the too-old answer, a heartbeat). */
-static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, int answer,
+static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answer,
 			   const struct sockaddr_in *from)
 {
 	struct mold_packet p;
@@ -218,6 +217,8 @@ static void on_tape_packet(struct matcher *m, const uint8_t *buf, size_t len, in
 	if (rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
 		return;
 	m->st.tape_packets++;
+	if (auth_node_check(AUTH_TAPE, buf, &len, 0, from) < 0)
+		return;
 	err = mold_parse(buf, len, &m->tape_session, 0, &p);
 	if (err == MOLD_E_SESSION) {
 		m->st.tape_wrong_session++;
@@ -283,7 +284,8 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	struct flow_status st = { .partition = (uint16_t)m->cfg->partition };
 	uint64_t applied = matcher_applied(m), window = matcher_flow_window(m);
 	uint64_t every = m->cfg->flow_status_every;
-	uint8_t buf[FLOW_STATUS_LEN];
+	uint8_t buf[FLOW_STATUS_LEN + AUTH_TRAILER_LEN];
+	size_t n;
 
 	/* a small window (a small buffer) is reported four times over, or
 	 * the tape would wait for the 100 ms status */
@@ -296,9 +298,9 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	st.applied = applied;
 	st.window = window;
 	memcpy(st.name, m->cfg->node.name, strnlen(m->cfg->node.name, FLOW_STATUS_NAME_LEN));
-	flow_status_encode(buf, &st);
+	n = auth_node_seal(AUTH_FLOW, buf, flow_status_encode(buf, &st), sizeof(buf), AUTH_RAW);
 	for (unsigned i = 0; i < m->n_retrans; i++)
-		(void)sendto(m->req_fd, buf, sizeof(buf), 0,
+		(void)sendto(m->req_fd, buf, n, 0,
 			     (const struct sockaddr *)&m->tape_retrans[i], sizeof(m->tape_retrans[i]));
 	m->flow_sent_applied = applied;
 	m->flow_sent_ns = now;
@@ -359,7 +361,7 @@ static void on_tape_uring(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		m->now = mono_ns();
 		for (int i = 0; i < n; i++)
-			on_tape_packet(m, msg[i].data, msg[i].len, msg[i].tag == MATCHER_TAG_REQ,
+			on_tape_packet(m, (uint8_t *)msg[i].data, msg[i].len, msg[i].tag == MATCHER_TAG_REQ,
 				       msg[i].from);
 		if ((r = uring_rx_release(m->io.rx)) < 0)
 			log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",

@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "convert.h"
 #include "engine.h"
+#include "auth_node.h"
 #include "iopath.h"
 #include "log.h"
 #include "matcher.h"

@@ -83,13 +83,14 @@ static void gw_send_request(void *ctx, unsigned server, uint64_t seq, uint16_t c
 	struct seq_gw *g = ctx;
 	struct sequencer *s = g->s;
 	struct mold_request req = { .session = g->session, .seq = seq, .count = count };
-	uint8_t pkt[MOLD_REQUEST_LEN];
+	uint8_t pkt[AUTH_CONTROL_MAX];
+	size_t n;
 
 	(void)server;
 	if (g->addr.sin_family != AF_INET)
 		return; /* never heard from: nowhere to ask */
-	mold_build_request(pkt, &req);
-	if (sendto(s->req_fd, pkt, sizeof(pkt), 0, (const struct sockaddr *)&g->addr,
+	n = auth_node_request(pkt, &req);
+	if (sendto(s->req_fd, pkt, n, 0, (const struct sockaddr *)&g->addr,
 		   sizeof(g->addr)) < 0) {
 		log_ratelimited(&rl_gap, LOG_LVL_WARNING, "gateway %s: request: %s", g->name,
 				strerror(errno));
@@ -199,7 +200,7 @@ static struct seq_gw *gw_lookup(struct sequencer *s, const struct mold_session *
 }
 
 /* One datagram from a gateway; answer: it came to the request socket. */
-static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
+static int handle_packet(struct sequencer *s, uint8_t *buf, size_t len,
 			 const struct sockaddr_in *from, int answer)
 {
 	struct mold_packet pkt;
@@ -209,6 +210,8 @@ static int handle_packet(struct sequencer *s, const uint8_t *buf, size_t len,
 	if (rx_drop(answer ? &s->drop_req : &s->drop_cmd, buf, len))
 		return 0;
 	s->st.packets_received++;
+	if (auth_node_check(AUTH_CMD, buf, &len, 0, from) < 0)
+		return 0;
 	r = mold_parse(buf, len, NULL, s->cfg.max_datagram, &pkt);
 	if (r < 0) {
 		char a[32];
@@ -332,7 +335,7 @@ static void on_cmd_uring(struct ev_loop *loop, ev_io *w, int revents)
 		s->now_wall = wall_ns();
 		r = 0;
 		for (int i = 0; i < n && r == 0; i++)
-			r = handle_packet(s, m[i].data, m[i].len, m[i].from, m[i].tag == SEQ_TAG_REQ);
+			r = handle_packet(s, (uint8_t *)m[i].data, m[i].len, m[i].from, m[i].tag == SEQ_TAG_REQ);
 		if (cmd_round_end(s, r) < 0)
 			return;
 		if ((r = uring_rx_release(s->io.rx)) < 0)

@@ -44,6 +44,7 @@ void seq_group_send(struct sequencer *s)
 		seq_fail(s, "journal", r);
 		return;
 	}
+	auth_node_seal_batch(AUTH_RAFT, &s->rq, s->rq_n, AUTH_RAW);
 	r = net_batch_send(&s->rq, s->raft_fd, s->rq_n);
 	if (r > 0)
 		s->st.raft_sent += (unsigned)r;
@@ -114,8 +115,7 @@ static void io_send(void *ctx, const struct raft_msg *m)
 		return;
 	while (from <= to) {
 		uint64_t blocks = 0;
-		unsigned n = seq_retrans_read(s, &s->jb, s->jb.size - SEQ_RAFT_WIRE_LEN, from, to,
-					      &blocks);
+		unsigned n = seq_retrans_read(s, &s->jb, s->tape_cap, from, to, &blocks);
 
 		if (n == 0 || blocks == 0)
 			break;
@@ -413,11 +413,12 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 		s->now_ns = mono_ns();
 		s->now_wall = wall_ns();
 		for (int i = 0; i < n && r == 0; i++) {
-			const uint8_t *buf = net_batch_slot(&s->raft_in, (unsigned)i);
+			uint8_t *buf = net_batch_slot(&s->raft_in, (unsigned)i);
 			size_t len = s->raft_in.lens[i];
 			struct raft_msg m;
 
-			if (rx_drop(&s->drop_raft, buf, len))
+			if (rx_drop(&s->drop_raft, buf, len) ||
+			    auth_node_check(AUTH_RAFT, buf, &len, AUTH_RAW, &s->raft_in.addrs[i]) < 0)
 				continue;
 			if (seq_raft_decode(buf, len, &s->tape_session, s->n_peers, &m) < 0 ||
 			    (m.to != RAFT_ALL && m.to != s->id) || m.from == s->id ||
@@ -495,7 +496,9 @@ int seq_group_check(struct sequencer *s)
 	}
 	s->n_peers = n ? n : 1;
 	s->id = (int)c->node_id;
-	s->tape_cap = c->max_datagram - (n > 1 ? SEQ_RAFT_WIRE_LEN : 0);
+	/* a tape datagram, its tag, and behind a raft header with a tag of its own */
+	s->tape_cap = c->max_datagram - auth_node_reserve() -
+		      (n > 1 ? SEQ_RAFT_WIRE_LEN + auth_node_reserve() : 0);
 	return 0;
 }
 

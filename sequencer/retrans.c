@@ -109,9 +109,10 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 	if (req.seq < first) {
 		/* The too-old answer (common/rx.h): a heartbeat to the requester
 		 * whose seq is the oldest event journalled; then what is held. */
-		uint8_t hb[MOLD_HEADER_LEN];
+		uint8_t hb[AUTH_CONTROL_MAX];
 		size_t n = rxpath_too_old_answer(hb, &s->tape_session, "tape", req.seq, first);
 
+		n = auth_node_seal(AUTH_TAPE, hb, n, sizeof(hb), 0);
 		s->st.retrans_too_old++;
 		(void)sendto(s->retrans_fd, hb, n, 0, (const struct sockaddr *)from, sizeof(*from));
 	}
@@ -121,8 +122,9 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 		hi = last;
 	if (lo > hi)
 		return;
-	np = seq_retrans_read(s, &s->rout, s->rout.size, lo, hi, &blocks);
+	np = seq_retrans_read(s, &s->rout, s->rout.size - auth_node_reserve(), lo, hi, &blocks);
 	np = retrans_budget(s, np, from, &blocks);
+	auth_node_seal_batch(AUTH_TAPE, &s->rout, np, 0);
 	for (unsigned i = 0; i < np; i++)
 		s->rout.addrs[i] = *from;
 	r = np ? net_batch_send(&s->rout, s->retrans_fd, np) : 0;
@@ -141,14 +143,20 @@ static void on_retrans_readable(struct ev_loop *loop, ev_io *w, int revents)
 	(void)revents;
 	n = net_batch_recv_counted(&s->rin, s->retrans_fd, &s->rxq_retrans);
 	for (int i = 0; i < n; i++) {
-		const uint8_t *buf = net_batch_slot(&s->rin, (unsigned)i);
+		uint8_t *buf = net_batch_slot(&s->rin, (unsigned)i);
+		const struct sockaddr_in *from = &s->rin.addrs[i];
+		size_t len = s->rin.lens[i], tag = auth_node_reserve();
+		/* which of the two it claims to be picks the key it is checked with */
+		int flow = len >= tag && flow_status_is(buf, len - tag);
 
-		if (rx_drop(&s->drop_retrans, buf, s->rin.lens[i]))
+		if (rx_drop(&s->drop_retrans, buf, len) ||
+		    auth_node_check(flow ? AUTH_FLOW : AUTH_REQUEST, buf, &len, flow ? AUTH_RAW : 0,
+				    from) < 0)
 			continue;
-		if (flow_status_is(buf, s->rin.lens[i]))
-			seq_flow_status(s, buf, s->rin.lens[i], &s->rin.addrs[i]);
+		if (flow)
+			seq_flow_status(s, buf, len, from);
 		else
-			retrans_serve(s, buf, s->rin.lens[i], &s->rin.addrs[i]);
+			retrans_serve(s, buf, len, from);
 	}
 }
 

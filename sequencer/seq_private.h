@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "hist.h"
+#include "auth_node.h"
 #include "iopath.h"
 #include "log.h"
 #include "moldudp64.h"

@@ -81,6 +81,7 @@ static void tape_send(struct sequencer *s, struct net_batch *b, unsigned n)
 		return;
 	for (unsigned i = 0; i < n; i++)
 		b->addrs[i] = s->group;
+	auth_node_seal_batch(AUTH_TAPE, b, n, 0); /* the batch is spent after this */
 	r = iopath_send(&s->io, b, s->tape_fd, n, NET_SEND_WAIT_NS, &s->st.tape_send_waits);
 	if (r < 0 || (unsigned)r < n) {
 		s->st.tape_send_errors += n - (r < 0 ? 0 : (unsigned)r);
@@ -231,7 +232,8 @@ static void publish_journal(struct sequencer *s, uint64_t from, uint64_t to)
 		return; /* fatal elsewhere; nothing unjournalled leaves */
 	while (from <= to) {
 		uint64_t blocks = 0;
-		unsigned n = seq_retrans_read(s, &s->jb, s->jb.size, from, to, &blocks);
+		unsigned n = seq_retrans_read(s, &s->jb, s->jb.size - auth_node_reserve(), from,
+					      to, &blocks);
 
 		if (n == 0 || blocks == 0) {
 			log_ratelimited(&rl_tape, LOG_LVL_WARNING,
@@ -303,10 +305,9 @@ void seq_tape_publish(struct sequencer *s, uint64_t from, uint64_t to)
 
 static void send_tape_control(struct sequencer *s, int eos)
 {
-	uint8_t pkt[MOLD_HEADER_LEN];
+	uint8_t pkt[AUTH_CONTROL_MAX];
 	uint64_t next = (s->published < s->commit ? s->published : s->commit) + 1;
-	size_t n = eos ? mold_build_end_of_session(pkt, &s->tape_session, next)
-		       : mold_build_heartbeat(pkt, &s->tape_session, next);
+	size_t n = auth_node_heartbeat(pkt, AUTH_TAPE, &s->tape_session, next, eos);
 
 	if (sendto(s->tape_fd, pkt, n, 0, (const struct sockaddr *)&s->group, sizeof(s->group)) < 0) {
 		s->st.tape_send_errors++;

@@ -48,6 +48,7 @@ struct bench_options {
 	const char *component, *journal;
 	uint64_t events, resting;
 	unsigned batch, streams, datagram;
+	int auth_off; /* --auth off: the sequencer component untagged */
 };
 extern struct bench_options opt;
 

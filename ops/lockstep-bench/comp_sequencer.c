@@ -16,6 +16,7 @@
 
 #include <ev.h>
 
+#include "auth_node.h"
 #include "bench.h"
 #include "clock.h"
 #include "config.h"
@@ -130,6 +131,17 @@ static int seqb_config(struct seqb *b, struct seq_config *cfg)
 		fprintf(stderr, PROG ": sequencer config: %s\n", err);
 		return -1;
 	}
+	/* the bench speaks for the gateways: a cluster key of its own */
+	if (opt.auth_off) {
+		if (auth_node_setup(AUTH_MODE_OFF, "bench", "", err, sizeof(err)) < 0)
+			return -1;
+	} else {
+		struct auth_keys k;
+
+		auth_keys_generate(&k);
+		if (auth_node_setup_keys("bench", &k) < 0)
+			return -1;
+	}
 	return port;
 }
 
@@ -183,10 +195,12 @@ static uint64_t seqb_build(struct seqb *b, unsigned k, unsigned g, uint64_t q, u
 {
 	struct mold_builder mb;
 
-	mold_build_begin(&mb, net_batch_slot(&b->tx, k), b->tx.size, &b->sess[g], q);
+	mold_build_begin(&mb, net_batch_slot(&b->tx, k), b->tx.size - auth_node_reserve(),
+			 &b->sess[g], q);
 	for (unsigned i = 0; i < b->per && q < qend; i++, q++)
 		mold_build_add(&mb, b->cmd, (uint16_t)b->cmd_len);
-	b->tx.lens[k] = mold_build_end(&mb);
+	b->tx.lens[k] = auth_node_seal(AUTH_CMD, net_batch_slot(&b->tx, k), mold_build_end(&mb),
+				       b->tx.size, 0);
 	return q;
 }
 
@@ -217,8 +231,10 @@ static void seqb_tape_datagram(void *ctx, unsigned k)
 {
 	struct seqb *b = ctx;
 	struct mold_packet mp;
+	size_t len = b->rx.lens[k];
 
-	if (mold_parse(net_batch_slot(&b->rx, k), b->rx.lens[k], &b->tape_sess, 0, &mp) == 0 &&
+	if (auth_node_check(AUTH_TAPE, net_batch_slot(&b->rx, k), &len, 0, NULL) == 0 &&
+	    mold_parse(net_batch_slot(&b->rx, k), len, &b->tape_sess, 0, &mp) == 0 &&
 	    mp.kind == MOLD_DATA && mp.seq + mp.count - 1 > b->top + 1)
 		b->top = mp.seq + mp.count - 2; /* less the TermStart at seq 1 */
 }
@@ -234,7 +250,10 @@ static void seqb_answer_gaps(struct seqb *b)
 		struct mold_request req;
 		uint64_t q, qend;
 
-		if (l <= 0 || mold_parse_request(rq, (size_t)l, &b->sess[g], &req) != 0)
+		size_t len = l > 0 ? (size_t)l : 0;
+
+		if (l <= 0 || auth_node_check(AUTH_REQUEST, rq, &len, 0, &from) < 0 ||
+		    mold_parse_request(rq, len, &b->sess[g], &req) != 0)
 			continue;
 		q = req.seq;
 		qend = req.seq + req.count < b->next[g] ? req.seq + req.count : b->next[g];

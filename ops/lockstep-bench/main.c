@@ -106,7 +106,9 @@ static void usage(FILE *f)
 	      "  sequencer                libsequencer in a thread fed by --streams K synthetic\n"
 	      "                           gateway streams of --batch B commands per datagram of\n"
 	      "                           --datagram BYTES (default: as many as fit in 1472)\n"
-	      "                           for --duration S (default 3)\n"
+	      "                           for --duration S (default 3); every datagram tagged\n"
+	      "                           under a key of its own as a cluster's, or untagged\n"
+	      "                           with --auth off\n"
 	      "  all                      the three\n"
 	      "\n"
 	      "  -h, --help               this text\n"
@@ -119,7 +121,7 @@ static void usage(FILE *f)
 enum {
 	O_MAX = 256, O_DURATION, O_WARMUP, O_MIX, O_DEPTH, O_CLUSTER, O_PIDS, O_BASELINE, O_SPIN,
 	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
-	O_ECHO,
+	O_ECHO, O_AUTH,
 };
 
 /* Parses the options into opt and m: -1 to go on, else the exit status. */
@@ -145,6 +147,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "datagram", required_argument, NULL, O_DATAGRAM },
+		{ "auth", required_argument, NULL, O_AUTH },
 		{ "relay", required_argument, NULL, O_RELAY }, { "to", required_argument, NULL, O_TO },
 		{ "echo", required_argument, NULL, O_ECHO },
 		{ NULL, 0, NULL, 0 },
@@ -190,6 +193,13 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		case O_BATCH: opt.batch = (unsigned)atoi(optarg); break;
 		case O_STREAMS: opt.streams = (unsigned)atoi(optarg); break;
 		case O_DATAGRAM: opt.datagram = (unsigned)atoi(optarg); break;
+		case O_AUTH:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, PROG ": --auth: on or off\n");
+				return 2;
+			}
+			opt.auth_off = strcmp(optarg, "off") == 0;
+			break;
 		case O_RELAY: m->relay = optarg; break;
 		case O_TO: m->to = optarg; break;
 		case O_ECHO: m->echo = optarg; break;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth_node.h"
 #include "clock.h"
 #include "net.h"
 #include "rxpath.h"
@@ -114,6 +115,7 @@ static int send_round(struct sender *s, uint64_t now)
 	}
 	if (!k)
 		return 0;
+	auth_node_seal_batch(AUTH_TAPE, &s->tx, k, 0);
 	sent = net_batch_send(&s->tx, s->fd, k);
 	if (sent < (int)k)
 		s->st.send_errors += k - (unsigned)(sent < 0 ? 0 : sent);
@@ -143,9 +145,10 @@ static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 	if (q.seq < s->t->first) {
 		/* lockstep's "too old" answer (common/rx.h): a heartbeat carrying
 		 * the oldest seq held, to the requester only; then what is held */
-		uint8_t hb[MOLD_HEADER_LEN];
+		uint8_t hb[AUTH_CONTROL_MAX];
 		size_t n_hb = rxpath_too_old_answer(hb, &s->pk.session, "tape", q.seq, s->t->first);
 
+		n_hb = auth_node_seal(AUTH_TAPE, hb, n_hb, sizeof(hb), 0);
 		sendto(s->rfd, hb, n_hb, 0, (const struct sockaddr *)from, sizeof(*from));
 		s->st.too_old++;
 	}
@@ -180,6 +183,7 @@ static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 		s->req_tx.addrs[k++] = *from;
 	}
 	if (k) {
+		auth_node_seal_batch(AUTH_TAPE, &s->req_tx, k, 0);
 		net_batch_send(&s->req_tx, s->rfd, k);
 		s->st.resent_packets += k;
 	}
@@ -195,9 +199,15 @@ static void send_serve_all(struct sender *s)
 		n = net_batch_recv(&s->req_rx, s->rfd);
 		if (n <= 0)
 			return;
-		for (int i = 0; i < n; i++)
-			send_serve(s, net_batch_slot(&s->req_rx, (unsigned)i), s->req_rx.lens[i],
-				   &s->req_rx.addrs[i]);
+		for (int i = 0; i < n; i++) {
+			uint8_t *buf = net_batch_slot(&s->req_rx, (unsigned)i);
+			size_t len = s->req_rx.lens[i];
+
+			if (auth_node_check(AUTH_REQUEST, buf, &len, 0, &s->req_rx.addrs[i]) == 0)
+				send_serve(s, buf, len, &s->req_rx.addrs[i]);
+			else
+				s->st.bad_requests++;
+		}
 		if ((unsigned)n < s->req_rx.n)
 			return;
 	}
@@ -205,9 +215,8 @@ static void send_serve_all(struct sender *s)
 
 static void send_control(struct sender *s, int eos, uint64_t now)
 {
-	uint8_t pkt[MOLD_HEADER_LEN];
-	size_t n = eos ? mold_build_end_of_session(pkt, &s->pk.session, s->next)
-		       : mold_build_heartbeat(pkt, &s->pk.session, s->next);
+	uint8_t pkt[AUTH_CONTROL_MAX];
+	size_t n = auth_node_heartbeat(pkt, AUTH_TAPE, &s->pk.session, s->next, eos);
 
 	if (sendto(s->fd, pkt, n, 0, (const struct sockaddr *)&s->group, sizeof(s->group)) < 0)
 		s->st.send_errors++;
@@ -321,6 +330,8 @@ static int send_loop(struct sender *s, int64_t linger_ns, uint64_t hb_ns)
 /* What the options ask, besides what they set in the sender. */
 struct send_args {
 	const char *group, *retrans, *iface, *session;
+	const char *key_file, *cluster;
+	int auth; /* enum auth_mode */
 	uint64_t from, hb_ns, ttl;
 	int64_t linger_ns; /* -1: until a signal */
 };
@@ -337,6 +348,8 @@ static int send_options(int argc, char **argv, struct send_args *a, struct sende
 		{ "max-datagram", required_argument, NULL, 'm' },
 		{ "retrans-packets", required_argument, NULL, 'R' },
 		{ "ttl", required_argument, NULL, 'T' }, { "help", no_argument, NULL, 'h' },
+		{ "key-file", required_argument, NULL, 'K' },
+		{ "cluster", required_argument, NULL, 'C' }, { "auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
@@ -381,6 +394,13 @@ static int send_options(int argc, char **argv, struct send_args *a, struct sende
 			if (parse_u64(optarg, &a->ttl) < 0 || a->ttl > 255)
 				return fail_usage("--ttl: 0..255");
 			break;
+		case 'K': a->key_file = optarg; break;
+		case 'C': a->cluster = optarg; break;
+		case 'A':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return fail_usage("--auth: on or off");
+			a->auth = strcmp(optarg, "on") == 0 ? AUTH_MODE_ON : AUTH_MODE_OFF;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: return 2;
 		}
@@ -400,8 +420,15 @@ static int send_options(int argc, char **argv, struct send_args *a, struct sende
  * message. */
 static int send_setup(struct sender *s, const struct send_args *a)
 {
+	char err[512];
 	int r;
 
+	if (auth_node_setup(a->auth, a->cluster, a->key_file, err, sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
+		return -1;
+	}
+	if (s->pk.max > 64 + auth_node_reserve())
+		s->pk.max -= auth_node_reserve(); /* --max-datagram is the tagged size */
 	s->next = s->built = a->from;
 	s->pend = malloc(JOURNAL_MAX_RECORD);
 	s->rbuf = malloc(JOURNAL_MAX_RECORD);
@@ -452,7 +479,9 @@ static void send_report(const struct sender *s)
 int cmd_send(int argc, char **argv)
 {
 	struct send_args a = { .iface = "127.0.0.1", .session = "REPLAY", .hb_ns = 100000000u,
-			       .ttl = 1, .linger_ns = 10 * 1000000000ll };
+			       .ttl = 1, .linger_ns = 10 * 1000000000ll,
+			       .key_file = "/etc/lockstep/cluster.key", .cluster = "lockstep",
+			       .auth = AUTH_MODE_ON };
 	struct sender s = { .fd = -1, .rfd = -1, .speed = 1, .retrans_packets = 64 };
 	struct sigaction sa = { .sa_handler = on_stop_signal };
 	struct tapedir t;
