@@ -12,12 +12,18 @@
 # (RAFT_TERM_STEP_MAX, 2^20): each member refuses them (terms_refused, a log
 # line naming the source), keeps its term, and when the primary is then
 # killed a new one is elected within the usual failover time and orders
-# flow. (Datagrams are sent from 127.0.0.1, which is where the members are:
-# until the cluster key of issue 15 they cannot be told apart by address.)
+# flow. Every forged datagram is tagged under the cluster's own key
+# (tests/auth.py) and sent from 127.0.0.1, where the members are: what a
+# member that lost its mind, or a stolen key, could send. Fencing and the
+# term bounds must hold on their own.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 SEQUENCERS=3
 cluster_up
+KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
+CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/seq-1.conf")
+[ -r "$KEY" ] && [ -n "$CLUSTER_NAME" ] || fail "no key_file or cluster in seq-1.conf"
+export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
 
 p0=$(primary_node)
 term0=$(status_get "$p0" term)
@@ -27,7 +33,8 @@ tape=$(sed -n 's/^tape_group = //p' "$T/matcher-1.conf")
 [ -n "$tape" ] || tape=$(sed -n 's/^tape_group = //p' "$T/seq-1.conf")
 next=$(($(status_get matcher-1 seq) + 1))
 python3 - "$tape" "$next" <<'PY'
-import socket, struct, sys, time
+import os, socket, struct, sys, time
+import auth
 group, port = sys.argv[1].rsplit(":", 1)
 seq = int(sys.argv[2])
 def varint(v):
@@ -44,6 +51,7 @@ def field(num, v):
 event = field(1, (1 << 64) - 1) + field(2, seq) + field(3, time.time_ns()) + field(6, seq) + \
     varint(10 << 3 | 2) + varint(0)  # an empty Command
 pkt = b"TAPE".ljust(10) + struct.pack(">QH", seq, 1) + struct.pack(">H", len(event)) + event
+pkt = auth.seal(pkt, os.environ["KEY"], os.environ["CLUSTER_NAME"], "tape")
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
@@ -73,13 +81,15 @@ peers=$(sed -n 's/^peers = //p' "$T/seq-1.conf")
 # node id (a member ignores its own).
 forge() {
 	python3 - "$@" <<'PY'
-import socket, struct, sys
+import os, socket, struct, sys
+import auth
 peers, mtype, term = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i, p in enumerate(peers):
     frm = (i + 1) % len(peers)
     dgram = b"LSRF" + bytes([1, mtype, 0, frm, 0xFF, 0]) + b"TAPE".ljust(10) + \
         struct.pack(">QQQQ", term, 1 << 40, term, 0)
+    dgram = auth.seal(dgram, os.environ["KEY"], os.environ["CLUSTER_NAME"], "raft", None)
     host, port = p.rsplit(":", 1)
     assert host.startswith("127."), host
     s.sendto(dgram, (host, int(port)))

@@ -735,13 +735,15 @@ START_TEST(control_status_and_stats)
 	ck_assert_str_eq(rep->role, "sequencer");
 	ck_assert_str_eq(rep->state, "primary");
 	ck_assert_str_eq(rep->name, "seq1");
+	ck_assert_ptr_nonnull(strstr(rep->auth, "OFF"));
 	ck_assert_uint_eq(rep->term, 1);
 	ck_assert_uint_eq(rep->seq, 4);
 	ck_assert_uint_eq(rep->commit, 4);
 	lockstep__control_reply__free_unpacked(rep, NULL);
 	req.op = LOCKSTEP__CONTROL_REQUEST__OP__STATS;
 	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
-	ck_assert_uint_eq(rep->n_counters, SEQ_N_COUNTERS + IOPATH_N_COUNTERS);
+	/* the auth_* counters of the skeleton: one a surface and auth_on (off here) */
+	ck_assert_uint_eq(rep->n_counters, SEQ_N_COUNTERS + IOPATH_N_COUNTERS + AUTH_N_SURFACES + 1);
 	for (size_t i = 0; i < rep->n_counters; i++) {
 		if (strcmp(rep->counters[i]->name, "commands_sequenced") == 0) {
 			ck_assert_uint_eq(rep->counters[i]->value, 3);
