@@ -106,7 +106,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(commands_lost), COUNTER(retrans_too_old), COUNTER(retrans_budget_refused),
 	COUNTER(drops_injected),
 	COUNTER(kernel_rcvbuf_errors), COUNTER(commands_ignored), COUNTER(raft_received),
-	COUNTER(raft_malformed), COUNTER(raft_sent), COUNTER(raft_send_errors),
+	COUNTER(raft_malformed), COUNTER(raft_not_member), COUNTER(raft_sent), COUNTER(raft_send_errors),
 	COUNTER(elections), COUNTER(prevotes), COUNTER(votes_granted), COUNTER(appends_received),
 	COUNTER(entries_replicated), COUNTER(raft_requests_sent), COUNTER(raft_requests_served),
 	COUNTER(truncations), COUNTER(stale_ignored), COUNTER(terms_refused), COUNTER(stepdowns),

@@ -398,6 +398,26 @@ static void raft_term_check(struct sequencer *s, const struct raft_msg *m,
 			(unsigned long long)raft_term(s->raft), (unsigned long long)RAFT_TERM_STEP_MAX);
 }
 
+/* Members only: node k's raft socket is bound to peers[k], so what claims
+ * to be from k and comes from elsewhere is not k's (a copy of its datagram
+ * sent from another host, or a member speaking for another). */
+static int raft_from_member(struct sequencer *s, const struct raft_msg *m,
+			    const struct sockaddr_in *from)
+{
+	const struct sockaddr_in *p = &s->peers[m->from];
+	char a[32], want[32];
+
+	if (p->sin_addr.s_addr == from->sin_addr.s_addr && p->sin_port == from->sin_port)
+		return 1;
+	s->st.raft_not_member++;
+	net_format_addr(from, a, sizeof(a));
+	net_format_addr(p, want, sizeof(want));
+	log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
+			"raft %s from %s refused: it names node %d, whose address is %s",
+			raft_msg_name(m->type), a, m->from, want);
+	return 0;
+}
+
 static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sequencer *s = container_of(w, struct sequencer, raft_io);
@@ -433,6 +453,8 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 						"raft datagram (%zu bytes) from %s refused", len, a);
 				continue;
 			}
+			if (!raft_from_member(s, &m, &s->raft_in.addrs[i]))
+				continue;
 			s->st.raft_received++;
 			r = raft_receive(s->raft, &m, s->now_ns);
 			raft_term_check(s, &m, &s->raft_in.addrs[i]);

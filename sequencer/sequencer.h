@@ -110,6 +110,7 @@ struct seq_stats {
 	uint64_t commands_ignored; /* command datagrams that reached a standby */
 	uint64_t raft_received; /* well-formed raft datagrams */
 	uint64_t raft_malformed; /* raft datagrams refused */
+	uint64_t raft_not_member; /* well tagged, but not from the address of the node they name */
 	uint64_t raft_sent;
 	uint64_t raft_send_errors;
 	uint64_t elections; /* elections this node started (new terms) */

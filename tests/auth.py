@@ -98,3 +98,16 @@ def open_(dg, key_path, cluster, surface, mold_off=0):
     if mold_off is not None:
         struct.pack_into(">H", body, mold_off + 18, count)
     return bytes(body)
+
+
+def send_from(src, dst, payload):
+    """Sends one UDP datagram to dst as if from src (both (host, port)),
+    through a raw socket (root): how a test speaks from a member's own
+    address and port, which the member itself holds."""
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    udp = struct.pack(">HHHH", src[1], dst[1], 8 + len(payload), 0) + payload  # checksum 0: none
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 0, 0, 64, socket.IPPROTO_UDP, 0,
+                     socket.inet_aton(src[0]), socket.inet_aton(dst[0]))
+    s.sendto(ip + udp, (dst[0], 0))
+    s.close()

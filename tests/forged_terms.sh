@@ -13,11 +13,14 @@
 # line naming the source), keeps its term, and when the primary is then
 # killed a new one is elected within the usual failover time and orders
 # flow. Every forged datagram is tagged under the cluster's own key
-# (tests/auth.py) and sent from 127.0.0.1, where the members are: what a
-# member that lost its mind, or a stolen key, could send. Fencing and the
-# term bounds must hold on their own.
+# (tests/auth.py), and the raft ones come from the address and port of the
+# member they name (a raw socket: root): what a member that lost its mind,
+# or a stolen key, could send. Fencing and the term bounds must hold on
+# their own. A copy from another port is refused as not that member's
+# (raft_not_member).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
+[ "$(id -u)" -eq 0 ] || skip "speaking from a member's address needs a raw socket (root)"
 SEQUENCERS=3
 cluster_up
 KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
@@ -84,15 +87,16 @@ forge() {
 import os, socket, struct, sys
 import auth
 peers, mtype, term = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
+addr = [(h, int(p)) for h, p in (x.rsplit(":", 1) for x in peers)]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i, p in enumerate(peers):
+for i, dst in enumerate(addr):
     frm = (i + 1) % len(peers)
     dgram = b"LSRF" + bytes([1, mtype, 0, frm, 0xFF, 0]) + b"TAPE".ljust(10) + \
         struct.pack(">QQQQ", term, 1 << 40, term, 0)
     dgram = auth.seal(dgram, os.environ["KEY"], os.environ["CLUSTER_NAME"], "raft", None)
-    host, port = p.rsplit(":", 1)
-    assert host.startswith("127."), host
-    s.sendto(dgram, (host, int(port)))
+    assert dst[0].startswith("127."), dst
+    auth.send_from(addr[frm], dst, dgram)  # from the member it names
+    s.sendto(dgram, dst)                   # and a copy from elsewhere
 PY
 }
 VOTE=0 HEARTBEAT=3
@@ -108,6 +112,8 @@ for n in seq-1 seq-2 seq-3; do
 		sleep 0.1
 	done
 	[ "${refused:-0}" -ge 3 ] || fail "$n: terms_refused ${refused:-none}, want 3"
+	nm=$(stat_get "$n" raft_not_member)
+	[ "${nm:-0}" -ge 3 ] || fail "$n: raft_not_member ${nm:-none}, want 3 (the copies from elsewhere)"
 	t=$(status_get "$n" term)
 	[ "$t" -lt $((term0 + 10)) ] || fail "$n took a forged term: $t (was $term0)"
 	grep -q "refused: term 18446744073709551615" "$T/$n.log" ||
