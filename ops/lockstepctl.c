@@ -1,4 +1,5 @@
-/* lockstepctl: talks to a lockstep daemon's control socket. */
+/* lockstepctl: talks to a lockstep daemon's control socket; `keygen` makes
+ * and rotates cluster key files (ops/keygen.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "keygen.h"
 
 enum { EXIT_USAGE = 2, EXIT_CONNECT = 3 };
 
@@ -16,11 +18,14 @@ static void usage(FILE *out)
 {
 	fputs("Usage: lockstepctl [--socket PATH | --node NAME] [--json | --prometheus]\n"
 	      "                   [--timeout MS] COMMAND [ARG]\n"
+	      "       lockstepctl keygen [--add | --send ID | --remove ID] FILE\n"
 	      "\n"
-	      "Talks to one lockstep daemon through its control socket.\n"
+	      "Talks to one lockstep daemon through its control socket, or writes the\n"
+	      "cluster key file its [node] key_file names.\n"
 	      "\n"
 	      "Commands:\n"
-	      "  status            role, state, term, positions, state hash\n"
+	      "  status            role, state, term, positions, state hash, io path,\n"
+	      "                    authentication (auth: the keys in use, or off)\n"
 	      "  stats             counters and latency histograms\n"
 	      "  step-down [NODE]  a primary sequencer hands over to another member (NODE:\n"
 	      "                    its node_id or peers address; default: the standby\n"
@@ -37,9 +42,12 @@ static void usage(FILE *out)
 	      "  -p, --prometheus    stats in Prometheus' text format\n"
 	      "  -t, --timeout MS    give up after MS milliseconds (default 2000)\n"
 	      "  -h, --help          this text\n"
-	      "\n"
-	      "Exit status: 0 success, 1 the daemon answered with an error, 2 usage,\n"
-	      "3 no daemon answered on the socket.\n",
+	      "\n",
+	      out);
+	keygen_usage(out);
+	fputs("\n"
+	      "Exit status: 0 success, 1 the daemon answered with an error (keygen: it\n"
+	      "refused or failed), 2 usage, 3 no daemon answered on the socket.\n",
 	      out);
 }
 
@@ -96,6 +104,10 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 			printf(", \"io\": ");
 			json_str(r->io);
 		}
+		if (r->auth && r->auth[0]) {
+			printf(", \"auth\": ");
+			json_str(r->auth);
+		}
 		for (size_t i = 0; i < r->n_pools; i++) {
 			printf("%s", i ? ", " : ", \"pools\": {");
 			json_str(r->pools[i]->name);
@@ -122,6 +134,8 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 		printf(" ouch=%s", r->ouch);
 	if (r->io && r->io[0])
 		printf(" io=%s", r->io);
+	if (r->auth && r->auth[0])
+		printf(" auth=%s", r->auth);
 	print_pools(r);
 	if (r->message && r->message[0])
 		printf(" (%s)", r->message);
@@ -466,10 +480,17 @@ int main(int argc, char **argv)
 	struct ctl_args a = { .sock = getenv("LOCKSTEP_CTL"), .timeout = 2000 };
 	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
 	Lockstep__ControlReply *reply = NULL;
-	int err, rc = parse_options(argc, argv, &a);
+	int err, rc;
 
-	if (rc >= 0)
+	if (argc > 1 && strcmp(argv[1], "keygen") == 0)
+		return keygen_main(argc - 1, argv + 1);
+	if ((rc = parse_options(argc, argv, &a)) >= 0)
 		return rc;
+	if (optind < argc && strcmp(argv[optind], "keygen") == 0) {
+		fprintf(stderr, "lockstepctl: keygen takes no other option before it: "
+				"lockstepctl keygen [--add | --send ID | --remove ID] FILE\n");
+		return EXIT_USAGE;
+	}
 	if (optind >= argc || !a.sock) {
 		fprintf(stderr, "lockstepctl: %s\n",
 			!a.sock ? "no socket: give --socket PATH or --node NAME"

@@ -7,13 +7,16 @@
 # snapshot taken mid-forgetting agrees again after more traffic. A config
 # whose token table cannot outnumber its orders is refused with a reason.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-need_built lockstep-bench lockstep-matcher
+need_built lockstep-bench lockstep-matcher lockstepctl
 
-# --check-config says why max_tokens <= max_orders cannot work
+# --check-config says why max_tokens <= max_orders cannot work (a config of
+# its own: with a cluster key, which --check-config reads)
 cfg=$(tmpdir_new)
+"$CTL" keygen "$cfg/cluster.key" >/dev/null || fail "lockstepctl keygen"
 cat >"$cfg/m.conf" <<EOF
 [node]
 name = m
+key_file = $cfg/cluster.key
 [matcher]
 tape_group = 239.1.1.1:9
 tape_retrans = 127.0.0.1:9

@@ -147,6 +147,7 @@ cat >"$T/rm.conf" <<EOF
 [node]
 name = rm
 state_dir = $T/rm
+key_file = $T/cluster.key
 [matcher]
 partition = 0
 tape_group = 239.255.0.9:$((P + 150))

@@ -3,8 +3,9 @@
 # 252 on Debian 12) running as PID 1 of private PID, mount, network, UTS,
 # IPC and cgroup namespaces: a tmpfs on /run, /tmp, /var/tmp and /var/lib,
 # an overlay on /etc (the lockstep user from
-# ops/systemd/sysusers.d/lockstep.conf, the nodes' configs in
-# /etc/lockstep), /proc/sys read-only, the binaries of this build at
+# ops/systemd/sysusers.d/lockstep.conf, the nodes' configs and the cluster
+# key, made by lockstepctl keygen as an install does, in /etc/lockstep),
+# /proc/sys read-only, the binaries of this build at
 # /usr/local/bin (as `make install` puts them), a pty as the console (its
 # output in console.log: systemd's log and the nodes' stderr; no journald),
 # and a unit path holding only lockstep's units and stub targets, so that
@@ -26,6 +27,10 @@
 #   - `systemctl reload` re-reads log_level and the gateway's logins (a new
 #     login can log in, a removed one cannot), and fails, leaving the node
 #     running, on a broken credentials file; SIGHUP reloads too;
+#   - a key rotation (lockstepctl keygen --add, --send, --remove, each
+#     followed by a reload of every node) reaches the running nodes: their
+#     status names the keys in use, the key file keeps its group and mode,
+#     and orders flow after it;
 #   - a SIGKILL'd matcher is restarted and rejoins (live at the tape's end);
 #   - a SIGSTOP'd primary sequencer: another one is elected primary and the
 #     cluster serves orders while the hung one waits for its watchdog; the
@@ -195,6 +200,9 @@ mkdir -p /etc/lockstep
 cp "$T"/conf/* /etc/lockstep/
 chgrp lockstep /etc/lockstep/*
 chmod 0640 /etc/lockstep/*
+# The install's cluster key ([node] key_file's default), where there is none.
+[ -e /etc/lockstep/cluster.key ] ||
+	/usr/local/bin/lockstepctl keygen /etc/lockstep/cluster.key >/dev/null
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=1777 tmpfs /var/tmp
 mount -t tmpfs -o mode=0755 tmpfs /var/lib
@@ -382,11 +390,13 @@ cross orders1 1 100 40 AAPL 150 A B
 info "orders through lockstep.target's cluster: accepted and matched"
 
 # ---- reload: log level and logins -------------------------------------------
+AUTH1="auth on (cluster lockstep, tagging with key 1, accepting 1)" # the key of the install
 inside sh -c 'printf "TRADR9 = pw9 FRMC\n" >>/etc/lockstep/logins.conf &&
 	sed -i "s/^log_level = info/log_level = debug/" /etc/lockstep/gateway-gw-1.conf'
 sdctl reload lockstep-gateway@gw-1 || fail "systemctl reload gw-1"
 wait_for 5 "gw-1's log of the reload" \
-	grep -q 'gw-1: control: reloaded: log_level debug, 3 logins (1 new, 0 revoked)' "$T/console.log"
+	grep -qF "gw-1: control: reloaded: log_level debug, $AUTH1, 3 logins (1 new, 0 revoked)" \
+	"$T/console.log"
 client orders2 <<'S'
 connect C TRADR9 pw9 seq 0
 C: sell 10 AAPL 150 token SC1
@@ -397,7 +407,8 @@ S
 inside sed -i '/^TRADR9 /d' /etc/lockstep/logins.conf
 sdctl reload lockstep-gateway@gw-1 || fail "systemctl reload gw-1 (revoking)"
 wait_for 5 "gw-1's log of the revocation" \
-	grep -q 'gw-1: control: reloaded: log_level debug, 2 logins (0 new, 1 revoked)' "$T/console.log"
+	grep -qF "gw-1: control: reloaded: log_level debug, $AUTH1, 2 logins (0 new, 1 revoked)" \
+	"$T/console.log"
 printf 'connect C TRADR9 pw9 seq 0\n' >"$T/revoked.script"
 if innet "$top_builddir/lockstep-client" --connect "127.0.0.1:$P" --timeout 5000 \
 	--script "$T/revoked.script" >"$T/revoked.out" 2>&1; then
@@ -413,6 +424,34 @@ sdctl kill -s HUP --kill-who=main lockstep-sequencer@seq-1
 wait_for 5 "seq-1 SIGHUP reload" grep -q 'seq-1: control: reloaded: log_level info' "$T/console.log"
 wait_for 5 "seq-1 active after SIGHUP" is_state lockstep-sequencer@seq-1 active
 info "reload: new login TRADR9 trades, log_level debug; TRADR9 removed: rejected; a broken file fails the reload only"
+
+# ---- a key rotation, by reload ------------------------------------------------
+# rotate ARG...: lockstepctl keygen ARG... on the install's key, then every
+# node reloaded (one host: the file is every member's already)
+rotate() {
+	inside /usr/local/bin/lockstepctl keygen "$@" /etc/lockstep/cluster.key >>"$T/keygen.out" ||
+		fail "lockstepctl keygen $*"
+	for u in "${UNITS[@]}"; do sdctl reload "$u" || fail "systemctl reload $u after keygen $*"; done
+}
+# keys_are TEXT: every node's status says auth=on (cluster lockstep, TEXT)
+keys_are() {
+	local u line
+	for u in "${UNITS[@]}"; do
+		line=$(ctl "${u#*@}" --timeout 1000 status) || fail "${u#*@}: no status"
+		[[ $line == *"auth=on (cluster lockstep, $1)"* ]] || fail "${u#*@}: $line; want $1"
+	done
+}
+keys_are "tagging with key 1, accepting 1"
+rotate --add
+keys_are "tagging with key 1, accepting 1 2"
+rotate --send 2
+keys_are "tagging with key 2, accepting 1 2"
+rotate --remove 1
+keys_are "tagging with key 2, accepting 2"
+[ "$(inside stat -c '%U:%G %a' /etc/lockstep/cluster.key)" = "root:lockstep 640" ] ||
+	fail "cluster.key after the rotation: $(inside stat -c '%U:%G %a' /etc/lockstep/cluster.key)"
+cross orders_key 9 10 10 GOOG 100 A B
+info "key rotation 1 -> 2 by keygen and reload on every node; orders served after it"
 
 # ---- Prometheus metrics -------------------------------------------------------
 ctl gw-1 stats --prometheus >"$T/prom.txt" || fail "stats --prometheus"

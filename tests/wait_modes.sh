@@ -6,13 +6,18 @@
 # before; back to block, it sleeps again. --check-config refuses spin
 # without cpus, and a CPU list that is not one.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-need_built lockstep-gateway lockstep-bench
+need_built lockstep-gateway lockstep-bench lockstepctl
 
+# The configs checked below are --set options alone: with a cluster key of
+# their own (--check-config reads it).
+keys=$(tmpdir_new)
+"$CTL" keygen "$keys/cluster.key" >/dev/null || fail "lockstepctl keygen"
 # check_refused KEY=VALUE... TEXT: --check-config fails and says TEXT
 check_refused() {
 	local text=${*: -1} args=() out
 	for kv in "${@:1:$#-1}"; do args+=(--set "$kv"); done
-	out=$("$top_builddir/lockstep-gateway" --check-config --set node.name=g "${args[@]}" 2>&1) &&
+	out=$("$top_builddir/lockstep-gateway" --check-config --set node.name=g \
+		--set node.key_file="$keys/cluster.key" "${args[@]}" 2>&1) &&
 		fail "taken: ${args[*]}: $out"
 	echo "$out" | grep -q -- "$text" || fail "${args[*]}: no reason '$text' in: $out"
 }
@@ -21,7 +26,9 @@ check_refused node.cpus=x "is not a CPU list"
 check_refused node.cpus=4-2 "is not a CPU list"
 check_refused node.cpus=1000 "none of 1000 is available"
 "$top_builddir/lockstep-gateway" --check-config --set node.name=g --set node.cpus=0 \
-	--set node.wait=spin >/dev/null || fail "cpus=0 wait=spin refused"
+	--set node.wait=spin --set node.key_file="$keys/cluster.key" >/dev/null ||
+	fail "cpus=0 wait=spin refused"
+rm -rf "$keys"
 
 cluster_up
 cpu=$(( $(nproc) - 1 ))
