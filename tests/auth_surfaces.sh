@@ -166,5 +166,6 @@ info "journal, hashes, gateway.pos and session journals unchanged"
 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 300 --window 8 --timeout 20 \
 	>"$T/bench1.out" 2>&1 || { cat "$T/bench1.out"; fail "orders did not flow afterwards"; }
 agree matcher-1 matcher-2
-no_losses
+"$BENCH" --connect "127.0.0.1:$P" --sessions 1 --orders 100 --window 4 --timeout 20 --cluster "$T" --json "$T/b.json" >"$T/bench2.out" 2>&1 || fail "bench"
+no_losses "$T/b.json"
 echo "ok: every surface dropped and counted what was not its members'; replays changed nothing; orders flow"

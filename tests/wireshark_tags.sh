@@ -31,7 +31,7 @@ ports() { # the MoldUDP64 ports: commands, retransmissions, tape, executions
 	conf matcher-1 exec_retrans
 	conf matcher-2 exec_retrans
 	for a in $(conf gw-1 sequencer | tr ',' ' '); do echo "$a"; done
-} 
+}
 mold_ports=$(ports | sed 's/.*://' | sort -un)
 decode=()
 for p in $mold_ports; do decode+=(-d "udp.port==$p,moldudp64"); done
@@ -60,7 +60,12 @@ count() { tshark -r "$T/cap.pcap" -n "${decode[@]}" -Y "$1" 2>/dev/null | wc -l;
 
 all=$(count "$only")
 data=$(count "$only && moldudp64.count > 1")
-requests=$(count "$only && udp.dstport in {$(conf seq-1 retrans | sed 's/.*://') $(conf matcher-1 exec_retrans | sed 's/.*://')}")
+rq=""
+for a in $(conf seq-1 retrans) $(conf seq-2 retrans) $(conf seq-3 retrans) \
+	$(conf matcher-1 exec_retrans) $(conf matcher-2 exec_retrans); do
+	rq="$rq${rq:+ || }udp.dstport == ${a##*:}"
+done
+requests=$(count "$only && ($rq)")
 bad=$(count "$only && (_ws.malformed || _ws.expert.severity >= error)")
 untagged=$(count "$only && !(udp.payload[-22:3] == 00:14:a5)")
 info "$all MoldUDP64 datagrams ($data with messages, $requests to retransmission servers); $bad malformed, $untagged without a trailer"
