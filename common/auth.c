@@ -426,10 +426,12 @@ int auth_open(const struct auth *a, enum auth_surface s, uint8_t *buf, size_t le
 
 unsigned auth_key_id_of(const uint8_t *buf, size_t len)
 {
-	const uint8_t *t = buf + len - AUTH_TRAILER_LEN;
+	const uint8_t *t;
 
-	if (len < AUTH_TRAILER_LEN || get16(t) != AUTH_TRAILER_LEN - 2 ||
-	    t[2] != AUTH_TRAILER_MAGIC)
+	if (len < AUTH_TRAILER_LEN)
+		return 0;
+	t = buf + len - AUTH_TRAILER_LEN;
+	if (get16(t) != AUTH_TRAILER_LEN - 2 || t[2] != AUTH_TRAILER_MAGIC)
 		return 0;
 	return t[3];
 }

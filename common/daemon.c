@@ -126,8 +126,11 @@ static int load_config(int argc, char **argv, const struct daemon_ops *ops, void
 	if (args->check_config) {
 		struct auth_keys keys;
 
-		if (node->auth == AUTH_MODE_ON &&
-		    auth_keyfile_load(node->key_file, &keys, err, sizeof(err)) < 0) {
+		int kr = node->auth == AUTH_MODE_ON ?
+				 auth_keyfile_load(node->key_file, &keys, err, sizeof(err)) : 0;
+
+		explicit_bzero(&keys, sizeof(keys));
+		if (kr < 0) {
 			fprintf(stderr, "%s: [node] key_file: %s\n", prog, err);
 			return -1;
 		}
