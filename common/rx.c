@@ -418,6 +418,15 @@ void rx_block(struct rx *rx, uint64_t seq, const uint8_t *data, uint16_t len, ui
 		gap_fill(rx, seq, now);
 }
 
+int rx_believable(const struct rx *rx, uint64_t seq, uint64_t count)
+{
+	uint64_t known = rx->high > rx->next ? rx->high : rx->next;
+
+	if (seq >= RX_SEQ_LIMIT || count >= RX_SEQ_LIMIT - seq)
+		return 0;
+	return rx->next == 0 || seq + count <= known + RX_MAX_JUMP;
+}
+
 void rx_packet(struct rx *rx, const struct mold_packet *p, uint64_t now)
 {
 	struct mold_iter it;
@@ -425,6 +434,10 @@ void rx_packet(struct rx *rx, const struct mold_packet *p, uint64_t now)
 	uint64_t seq;
 	uint16_t len;
 
+	if (!rx_believable(rx, p->seq, p->kind == MOLD_DATA ? p->count : 0)) {
+		rx->st.unbelievable++;
+		return;
+	}
 	if (p->kind != MOLD_DATA) {
 		rx_tail(rx, p->seq, now);
 		return;
@@ -489,6 +502,10 @@ void rx_too_old(struct rx *rx, unsigned server, uint64_t oldest, uint64_t now)
 {
 	uint64_t least = UINT64_MAX, first, upto;
 
+	if (!rx_believable(rx, oldest, 0)) {
+		rx->st.unbelievable++;
+		return;
+	}
 	rx->st.too_old++;
 	if (server < rx->cfg.n_servers && oldest > rx->srv_oldest[server])
 		rx->srv_oldest[server] = oldest;

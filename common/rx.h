@@ -106,6 +106,7 @@ struct rx_stats {
 	uint64_t too_old; /* too-old answers received */
 	uint64_t lost; /* sequence numbers given up (holes the stream went on after) */
 	uint64_t rejected; /* blocks the callback rejected */
+	uint64_t unbelievable; /* packets and answers claiming a position no stream reaches */
 };
 
 struct rx;
@@ -145,6 +146,18 @@ uint64_t rx_missing(const struct rx *rx); /* sequence numbers missing below rx_h
 unsigned rx_gap_count(const struct rx *rx);
 int rx_holding(const struct rx *rx); /* 1 after an RX_HOLD until delivery resumes */
 void rx_get_stats(const struct rx *rx, struct rx_stats *out);
+
+/* Sanity: no stream of a trading day reaches RX_SEQ_LIMIT (2^48), and none
+ * moves more than RX_MAX_JUMP (2^40) past what a receiver has seen, so a
+ * packet, heartbeat or too-old answer that claims such a position (a
+ * member gone wrong; 2^64 - 1 would wrap the arithmetic) is counted
+ * (unbelievable) and neither adopted nor asked for. A day of a billion
+ * events a second for a day stays under both. */
+#define RX_SEQ_LIMIT (1ull << 48)
+#define RX_MAX_JUMP (1ull << 40)
+/* 1 when a packet whose positions run from seq to seq + count may be
+ * believed (count: its blocks, 0 for a heartbeat or an end of session). */
+int rx_believable(const struct rx *rx, uint64_t seq, uint64_t count);
 
 /* ---- the loss generator --------------------------------------------------
  *

@@ -183,6 +183,16 @@ static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 		if (p >= 1 && p < GW_MAX_PARTITIONS)
 			v[2 + p] = n;
 	fclose(f);
+	/* a position no stream reaches (a file damaged, or saved by an older
+	 * gateway that believed a forged heartbeat): not believed */
+	for (unsigned i = 0; i < GW_N_POS; i++)
+		if (v[i] >= RX_SEQ_LIMIT) {
+			log_warn("%s: position %" PRIu64 " is beyond any stream's (%llu): starting "
+				 "without the file",
+				 path, v[i], (unsigned long long)RX_SEQ_LIMIT);
+			memset(v, 0, GW_N_POS * sizeof(*v));
+			return;
+		}
 }
 
 static void progress_save(struct gw *g)
@@ -262,7 +272,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(replayed), COUNTER(journal_errors), COUNTER(tape_held), COUNTER(tape_too_old),
 	COUNTER(tape_skipped), COUNTER(exec_held), COUNTER(exec_too_old), COUNTER(exec_lost),
 	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
-	COUNTER(kernel_rcvbuf_errors), COUNTER(local_rejects), COUNTER(tokens_full),
+	COUNTER(kernel_rcvbuf_errors), COUNTER(unbelievable), COUNTER(local_rejects), COUNTER(tokens_full),
 	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
 };
 

@@ -120,6 +120,7 @@ struct gw_stats {
 	 * by gw_stream_stats() */
 	uint64_t tape_held, tape_too_old, tape_skipped, exec_held, exec_too_old, exec_lost,
 		retrans_too_old, drops_injected, rxq_dropped, kernel_rcvbuf_errors;
+	uint64_t unbelievable; /* tape and exec positions no stream reaches (rx.h) */
 	/* routing: Enter Orders the gateway rejected itself (a full token
 	 * table); tokens not remembered; Enter Orders for a symbol no
 	 * partition trades (sent to partition 0, whose matcher rejects them) */

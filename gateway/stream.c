@@ -107,6 +107,7 @@ void gw_stream_stats(struct gw *g)
 	g->st.tape_requests = t.requests;
 	g->st.tape_held = t.held;
 	g->st.tape_skipped = t.lost;
+	g->st.unbelievable = t.unbelievable;
 	g->st.exec_gaps = g->st.exec_requests = g->st.exec_dups = 0;
 	g->st.exec_held = g->st.exec_lost = 0;
 	g->st.drops_injected = g->tape.s.drop.dropped + g->tape.s.req_drop.dropped;
@@ -122,6 +123,7 @@ void gw_stream_stats(struct gw *g)
 		g->st.exec_requests += e.requests;
 		g->st.exec_dups += e.duplicates;
 		g->st.exec_held += e.held;
+		g->st.unbelievable += e.unbelievable;
 		g->st.exec_lost += e.lost;
 		g->st.drops_injected += x->drop.dropped + x->req_drop.dropped;
 		g->st.rxq_dropped += x->rxq + x->req_rxq;

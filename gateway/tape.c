@@ -141,6 +141,13 @@ static void tape_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 	}
 	if (rx_next(g->tape.s.rx) == 0 && gw_cmd_unacked(g))
 		rx_start(g->tape.s.rx, 1); /* ours may be anywhere: read it all */
+	if (!rx_believable(g->tape.s.rx, pkt.seq, pkt.kind == MOLD_DATA ? pkt.count : 0)) {
+		rx_packet(g->tape.s.rx, &pkt, now); /* counts it, adopts nothing */
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+				"tape: a packet at seq %llu, beyond any tape's position: ignored",
+				(unsigned long long)pkt.seq);
+		return;
+	}
 	tape_skip(g, pkt.seq, now);
 	rx_packet(g->tape.s.rx, &pkt, now);
 	ack_drain(g);

@@ -44,7 +44,7 @@ static const struct counter_def extra_defs[] = {
 	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
 	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
 	GAUGE(tokens), COUNTER(tokens_forgotten), GAUGE(flow_cost_per_event), GAUGE(flow_window),
-	GAUGE(snapshot_stall_us),
+	GAUGE(snapshot_stall_us), COUNTER(tape_unbelievable),
 };
 
 /* STATUS's pools: the engine's. */
@@ -100,7 +100,7 @@ static void matcher_stats(void *self, struct counters *out)
 		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
 		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
 		es.tokens, es.tokens_forgotten, m->flow_cost.per_event, matcher_flow_window(m),
-		m->snap_stall_ns / 1000,
+		m->snap_stall_ns / 1000, rs.unbelievable,
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));

@@ -11,7 +11,10 @@
 # line naming the source); the journal, both replicas' state hashes,
 # gateway.pos and the gateway's session journals are unchanged. Then old
 # datagrams replayed with a correct tag (a tape event already applied, a
-# command already sequenced) change nothing, and orders still flow.
+# command already sequenced) change nothing, nor does a correctly tagged
+# tape heartbeat at seq 2^64-1 (a member gone wrong): the gateway and the
+# replicas count it (unbelievable, tape_unbelievable) and gateway.pos keeps
+# its position. Orders still flow.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 command -v ss >/dev/null || skip "no ss (iproute2)"
@@ -151,14 +154,21 @@ s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
 # a tape event at seq 2, term 1: long applied
 event = field(1, 1) + field(2, 2) + field(3, time.time_ns()) + field(6, 2) + varint(10 << 3 | 2) + varint(0)
 pkt = b"TAPE".ljust(10) + struct.pack(">QH", 2, 1) + struct.pack(">H", len(event)) + event
-group, port = sys.argv[1].rsplit(":", 1)
-s.sendto(auth.seal(pkt, key, cl, "tape"), (group, int(port)))
+group, gport = sys.argv[1].rsplit(":", 1)
+s.sendto(auth.seal(pkt, key, cl, "tape"), (group, int(gport)))
 # gw-1's command 1 again (already sequenced): a duplicate
 cmd = b"gw-1".ljust(10) + struct.pack(">QH", 1, 1) + struct.pack(">H", 2) + b"\x08\x01"
 host, port = sys.argv[2].rsplit(":", 1)
 s.sendto(auth.seal(cmd, key, cl, "commands"), (host, int(port)))
+# a heartbeat at the end of the 64-bit range
+hb = b"TAPE".ljust(10) + struct.pack(">QH", (1 << 64) - 1, 0)
+s.sendto(auth.seal(hb, key, cl, "tape"), (group, int(gport)))
 PY
 sleep 1
+for n in gw-1:unbelievable matcher-1:tape_unbelievable matcher-2:tape_unbelievable; do
+	v=$(stat_get "${n%%:*}" "${n#*:}")
+	[ "${v:-0}" -ge 1 ] || fail "${n%%:*}: ${n#*:} = ${v:-none}: the heartbeat at 2^64-1 was not refused"
+done
 snap >"$T/after"
 diff "$T/before" "$T/after" || fail "state changed after the forged and replayed datagrams"
 info "journal, hashes, gateway.pos and session journals unchanged"

@@ -417,6 +417,41 @@ START_TEST(heartbeat_reveals_tail)
 }
 END_TEST
 
+/* A heartbeat or too-old answer at a position no stream reaches is
+ * counted and adopted nowhere: no gap, no request, no skip. */
+START_TEST(unbelievable_positions)
+{
+	struct rx_config c = config();
+	struct rx *rx = make(&c, 1);
+	struct mold_packet hb = { .kind = MOLD_HEARTBEAT };
+	struct rx_stats st;
+
+	feed_range(rx, 1, 6);
+	hb.seq = UINT64_MAX;
+	rx_packet(rx, &hb, T.now);
+	hb.seq = 6 + RX_MAX_JUMP + 1;
+	rx_packet(rx, &hb, T.now);
+	hb.seq = RX_SEQ_LIMIT;
+	rx_packet(rx, &hb, T.now);
+	rx_too_old(rx, 0, UINT64_MAX - 5, T.now);
+	ck_assert_uint_eq(rx_high(rx), 6);
+	ck_assert_uint_eq(rx_next(rx), 6);
+	ck_assert_uint_eq(rx_gap_count(rx), 0);
+	tick_at(rx, 500 * MS);
+	ck_assert_uint_eq(T.n_req, 0);
+	rx_get_stats(rx, &st);
+	ck_assert_uint_eq(st.unbelievable, 4);
+	ck_assert_uint_eq(st.lost, 0);
+	/* a long way ahead, but within the jump: believed */
+	hb.seq = 6 + RX_MAX_JUMP;
+	rx_packet(rx, &hb, T.now);
+	ck_assert_uint_eq(rx_high(rx), 6 + RX_MAX_JUMP);
+	ck_assert(rx_believable(rx, 7, 10));
+	ck_assert(!rx_believable(rx, RX_SEQ_LIMIT - 5, 10));
+	rx_destroy(rx);
+}
+END_TEST
+
 START_TEST(hold_and_resume)
 {
 	struct rx_config c = config();
@@ -762,6 +797,7 @@ int main(void)
 	tcase_add_test(tc, backoff_sequence);
 	tcase_add_test(tc, jitter_bounds);
 	tcase_add_test(tc, heartbeat_reveals_tail);
+	tcase_add_test(tc, unbelievable_positions);
 	tcase_add_test(tc, hold_and_resume);
 	tcase_add_test(tc, reject_asks_again);
 	tcase_add_test(tc, too_old_rotates_then_gives_up);
