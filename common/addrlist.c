@@ -11,7 +11,8 @@ static int is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-int addrlist_parse(const char *list, struct sockaddr_in *out, int max)
+/* hosts: an item without a port is a host (port 0) */
+static int parse(const char *list, struct sockaddr_in *out, int max, int hosts)
 {
 	/* parsed here first, so that out changes only on success */
 	struct sockaddr_in tmp[ADDRLIST_MAX];
@@ -40,6 +41,11 @@ int addrlist_parse(const char *list, struct sockaddr_in *out, int max)
 		item[len] = '\0';
 		if (strpbrk(item, " \t"))
 			return -EINVAL;
+		if (hosts && !strchr(item, ':')) {
+			if (len + 2 >= sizeof(item))
+				return -EINVAL;
+			memcpy(item + len, ":0", 3);
+		}
 		rc = net_parse_addr(item, &tmp[n]);
 		if (rc < 0)
 			return rc;
@@ -50,4 +56,26 @@ int addrlist_parse(const char *list, struct sockaddr_in *out, int max)
 	}
 	memcpy(out, tmp, (size_t)n * sizeof(*out));
 	return n;
+}
+
+int addrlist_parse(const char *list, struct sockaddr_in *out, int max)
+{
+	return parse(list, out, max, 0);
+}
+
+int addrlist_parse_hosts(const char *list, struct sockaddr_in *out, int max)
+{
+	if (list && list[strspn(list, " \t")] == '\0')
+		return 0;
+	return parse(list, out, max, 1);
+}
+
+int addrlist_has_host(const struct sockaddr_in *list, int n, const struct sockaddr_in *a)
+{
+	if (n == 0)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (list[i].sin_addr.s_addr == a->sin_addr.s_addr)
+			return 1;
+	return 0;
 }

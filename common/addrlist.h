@@ -16,4 +16,11 @@
  * does not resolve gives net_parse_addr()'s error (-ENOENT, -EAGAIN). */
 int addrlist_parse(const char *list, struct sockaddr_in *out, int max);
 
+/* A list of hosts ("10.0.0.2, gw-host"; an item with ":port" is taken as
+ * the host only): the members allowed to send on a surface. An empty or
+ * blank list gives 0 (no restriction); errors as addrlist_parse(). */
+int addrlist_parse_hosts(const char *list, struct sockaddr_in *out, int max);
+/* 1 when a's address is one of list[0..n) (n 0: any address is). */
+int addrlist_has_host(const struct sockaddr_in *list, int n, const struct sockaddr_in *a);
+
 #endif

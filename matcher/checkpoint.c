@@ -288,6 +288,16 @@ static void on_ckpt_packet(struct matcher *m, uint8_t *buf, size_t len,
 
 	if (auth_node_check(AUTH_VOTE, buf, &len, AUTH_RAW, from) < 0)
 		return;
+	if (!addrlist_has_host(m->ck_hosts, m->n_ck_hosts, from)) {
+		char a[32];
+
+		m->st.checkpoints_not_member++;
+		net_format_addr(from, a, sizeof(a));
+		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
+				"checkpoint vote from %s refused: not a host of [matcher] replica_hosts",
+				a);
+		return;
+	}
 	err = matcher_checkpoint_decode(buf, len, &c);
 	if (err < 0) {
 		char a[32];
@@ -373,6 +383,12 @@ int matcher_checkpoint_open(struct matcher *m)
 	if (matcher_checkpoint_encode(buf, &probe) < 0) {
 		log_err("[node] name \"%s\": a checkpoint carries a name of 1..%d printable "
 			"characters, not ending in a space", c->node.name, MATCHER_CKPT_NAME_LEN);
+		return -EINVAL;
+	}
+	if ((m->n_ck_hosts = addrlist_parse_hosts(c->replica_hosts, m->ck_hosts, ADDRLIST_MAX)) <
+	    0) {
+		log_err("[matcher] replica_hosts \"%s\": expected host,host,... (at most %d)",
+			c->replica_hosts, ADDRLIST_MAX);
 		return -EINVAL;
 	}
 	if (c->checkpoint_group[0]) {

@@ -79,6 +79,10 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "checkpoint_group", CONFIG_STRING, OFF(checkpoint_group), 64, "", 0, 0, NULL,
 	  "multicast group:port the partition's replicas exchange checkpoints on (default: "
 	  "exec_group's address + 1, exec_group's port)" },
+	{ "matcher", "replica_hosts", CONFIG_STRING, OFF(replica_hosts), 512, "", 0, 0, NULL,
+	  "the hosts of this partition's replicas (their tape_iface addresses), comma "
+	  "separated: checkpoint votes from any other host are dropped and counted "
+	  "(checkpoints_not_member) even when their tag is good (empty: any host with the key)" },
 	{ "matcher", "replicas", CONFIG_UINT, OFF(replicas), 0, "1", 1, CKPT_PEERS, NULL,
 	  "replicas of this partition: a majority of them (replicas / 2 + 1) that agrees on "
 	  "another state hash at a checkpoint stops this one (1: never outvoted)" },

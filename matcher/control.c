@@ -31,6 +31,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(checkpoint_send_errors), COUNTER(checkpoints_received), COUNTER(checkpoints_agreed),
 	COUNTER(checkpoints_diverged), COUNTER(checkpoints_undecided), COUNTER(checkpoint_dissents),
 	COUNTER(checkpoints_malformed), COUNTER(checkpoints_other_partition),
+	COUNTER(checkpoints_not_member),
 	COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
 	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused), COUNTER(exec_send_waits),
 	COUNTER(flow_status_sent), COUNTER(retrans_budget_refused),

@@ -30,6 +30,7 @@ struct matcher_config {
 	uint64_t snapshot_keep; /* snapshots kept in <state_dir>/snapshots */
 	uint64_t checkpoint_interval; /* tape seqs between checkpoints, 0: none */
 	char checkpoint_group[64]; /* "": exec_group's address + 1, its port */
+	char replica_hosts[512]; /* hosts votes may come from ("": any member) */
 	uint64_t replicas; /* replicas of the partition: a majority is replicas / 2 + 1 */
 	/* this replica's index in its partition, 0..replicas-1: replica r writes
 	 * its snapshots at seq % snapshot_interval == r * snapshot_interval /

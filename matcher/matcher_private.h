@@ -16,6 +16,7 @@
 #include "checkpoint.h"
 #include "convert.h"
 #include "engine.h"
+#include "addrlist.h"
 #include "auth_node.h"
 #include "iopath.h"
 #include "log.h"
@@ -50,6 +51,7 @@ struct matcher_stats {
 	uint64_t checkpoints_sent, checkpoint_send_errors, checkpoints_received;
 	uint64_t checkpoints_agreed, checkpoints_diverged, checkpoints_undecided;
 	uint64_t checkpoint_dissents, checkpoints_malformed, checkpoints_other_partition;
+	uint64_t checkpoints_not_member; /* well tagged, from a host not in replica_hosts */
 	uint64_t checkpoints_out_of_window, checkpoints_ignored;
 	uint64_t exec_blocks_withheld, exec_requests_refused;
 	uint64_t exec_send_waits; /* sends that waited for room in the socket */
@@ -144,6 +146,8 @@ struct matcher {
 	int ck_fd;
 	ev_io ck_io;
 	struct sockaddr_in ck_group;
+	struct sockaddr_in ck_hosts[ADDRLIST_MAX]; /* [matcher] replica_hosts */
+	int n_ck_hosts; /* 0: any */
 	struct net_batch ck_rx;
 	char ck_peer[CKPT_PEERS][MATCHER_CKPT_NAME_LEN + 1];
 	unsigned n_peers;

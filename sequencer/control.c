@@ -74,6 +74,11 @@ const struct config_key seq_config_keys[] = {
 	  "datagrams in one retransmission answer at most"),
 	K("node_id", CONFIG_UINT, node_id, 0, "0", 0, SEQ_MAX_PEERS - 1, NULL,
 	  "this sequencer's index in peers (0..n-1)"),
+	K("gateways", CONFIG_STRING, gateways, sizeof(((struct seq_config *)0)->gateways), "", 0, 0,
+	  NULL,
+	  "the hosts gateways send commands from, comma separated (their cmd_bind or "
+	  "tape_iface addresses); commands from any other host are dropped and counted "
+	  "(commands_not_member) even when their tag is good (empty: any host with the key)"),
 	K("peers", CONFIG_STRING, peers, sizeof(((struct seq_config *)0)->peers), "", 0, 0, NULL,
 	  "every group member's raft control UDP host:port, comma separated, index = node_id "
 	  "(empty: a group of one)"),
@@ -98,6 +103,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(packets_received), COUNTER(commands_received), COUNTER(commands_sequenced),
 	COUNTER(duplicates), COUNTER(gaps), COUNTER(gap_requests_sent),
 	COUNTER(malformed_packets), COUNTER(oversize_commands), COUNTER(gateways_full),
+	COUNTER(commands_not_member),
 	COUNTER(heartbeats_received), COUNTER(tape_packets_sent), COUNTER(tape_heartbeats_sent),
 	COUNTER(tape_send_errors), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), GAUGE(journal_bytes),

@@ -495,6 +495,11 @@ int seq_group_check(struct sequencer *s)
 			n == -E2BIG ? "more than 9 members" : "expected host:port,host:port,...");
 		return -EINVAL;
 	}
+	if ((s->n_gw_hosts = addrlist_parse_hosts(c->gateways, s->gw_hosts, ADDRLIST_MAX)) < 0) {
+		log_err("gateways '%s': expected host,host,... (at most %d)", c->gateways,
+			ADDRLIST_MAX);
+		return -EINVAL;
+	}
 	if (c->node_id >= (uint64_t)(n ? n : 1)) {
 		log_err("node_id %llu: not an index of peers (%d members)",
 			(unsigned long long)c->node_id, n ? n : 1);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "hist.h"
+#include "addrlist.h"
 #include "auth_node.h"
 #include "iopath.h"
 #include "log.h"
@@ -121,6 +122,8 @@ struct sequencer {
 	struct raft *raft;
 	int n_peers, id;
 	struct sockaddr_in peers[SEQ_MAX_PEERS];
+	struct sockaddr_in gw_hosts[ADDRLIST_MAX]; /* [sequencer] gateways */
+	int n_gw_hosts; /* 0: any */
 	int raft_fd;
 	ev_io raft_io;
 	ev_timer raft_timer;

@@ -64,6 +64,7 @@ struct seq_config {
 	 * address: a group of one (the single-node sequencer). */
 	uint64_t node_id;
 	char peers[SEQ_MAX_PEERS * 48];
+	char gateways[1024]; /* the hosts commands may come from ("": any member) */
 	uint64_t election_min_ns, election_max_ns; /* randomized election timeout */
 	uint64_t raft_heartbeat_ns; /* the primary's HEARTBEAT when idle this long */
 	/* the tape's flow control (flow.c) */
@@ -85,6 +86,7 @@ struct seq_stats {
 	uint64_t malformed_packets;
 	uint64_t oversize_commands; /* empty, or too long for one tape datagram */
 	uint64_t gateways_full; /* datagrams from a gateway past SEQ_MAX_GATEWAYS */
+	uint64_t commands_not_member; /* well tagged, from a host not in [sequencer] gateways */
 	uint64_t heartbeats_received;
 	uint64_t tape_packets_sent;
 	uint64_t tape_heartbeats_sent;

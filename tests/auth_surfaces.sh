@@ -3,7 +3,10 @@
 # of 3, a gateway, 2 matchers) gets datagrams that are not its members':
 # one untagged from 127.0.0.2 (a host that is no member), one tagged under
 # another key (a bad tag), one tagged for another cluster's name under the
-# right key, and one tagged for another surface. The surfaces: every
+# right key, and one tagged for another surface; and to the surfaces that
+# know their members' hosts (commands: [sequencer] gateways; raft: the peer
+# address of the node named; votes: [matcher] replica_hosts) one correctly
+# tagged from 127.0.0.2 (*_not_member). The surfaces: every
 # sequencer's command port, raft port and retransmission port; the tape and
 # execution groups (multicast); every matcher's execution retransmission
 # port; the checkpoint group; the gateway's command-stream socket. Each one
@@ -100,6 +103,8 @@ for line in open(sys.argv[1]):
     member.sendto(auth.seal(b, key, cl + "x", surface, off), dst)   # another cluster
     wrong = "exec" if surface != "exec" else "tape"
     member.sendto(auth.seal(b, key, cl, wrong, off), dst)           # another surface
+    if surface in ("commands", "raft", "votes"):                    # the key, not a member's host
+        stranger.sendto(auth.seal(b, key, cl, surface, off), dst)
 os.unlink(other)
 PY
 
@@ -127,6 +132,21 @@ done
 want gw-1 tape 4
 want gw-1 exec 4
 want gw-1 requests 4
+# correctly tagged, but from a host that is no member of that surface
+want_stat() { # NODE COUNTER MIN
+	local v
+	v=$(stat_get "$1" "$2")
+	[ "${v:-0}" -ge "$3" ] || fail "$1: $2 = ${v:-none}, want >= $3"
+	info "$1: $2 = $v"
+}
+for j in 1 2 3; do
+	want_stat "seq-$j" commands_not_member 1
+done
+# the raft datagram names node 1 (seq-2), which takes it for its own echo
+want_stat seq-1 raft_not_member 1
+want_stat seq-3 raft_not_member 1
+want_stat matcher-1 checkpoints_not_member 1
+want_stat matcher-2 checkpoints_not_member 1
 grep -q "dropped a .* from 127.0.0.2:" "$T/seq-1.log" || fail "seq-1: no log line naming 127.0.0.2"
 node_ctl seq-1 stats | grep -q "^auth_dropped_from_127_0_0_2_" ||
 	fail "seq-1: no per-source counter for 127.0.0.2"
