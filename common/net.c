@@ -228,6 +228,19 @@ static int iface_resolve(struct nl_cache *links, struct nl_cache *addrs, const c
 	return 0;
 }
 
+int net_udp_open_on(const char *iface, const struct net_udp_options *opt,
+		    struct net_bufsize *rcv, struct net_bufsize *snd)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct net_iface ifc;
+	int r = net_iface_lookup(iface, &ifc);
+
+	if (r < 0)
+		return r;
+	a.sin_addr = ifc.addr;
+	return net_udp_open(&a, opt, rcv, snd);
+}
+
 int net_iface_lookup(const char *name_or_addr, struct net_iface *out)
 {
 	struct nl_cache *links = NULL, *addrs = NULL;

@@ -50,6 +50,12 @@ struct net_udp_options {
 /* A UDP socket bound to `bind` (port 0: any), for unicast. */
 int net_udp_open(const struct sockaddr_in *bind, const struct net_udp_options *opt,
 		 struct net_bufsize *rcv, struct net_bufsize *snd);
+/* net_udp_open() bound to iface's address (a name or one of its
+ * addresses), any port: a receiver's request socket, on the cluster's side
+ * only, so that answers reach it there and nowhere else. -ENODEV when no
+ * such interface exists. */
+int net_udp_open_on(const char *iface, const struct net_udp_options *opt,
+		    struct net_bufsize *rcv, struct net_bufsize *snd);
 /* A UDP socket that receives `group` on `iface` (name or address): binds the
  * group's address and port with SO_REUSEADDR (so unicast to the port does
  * not reach it), joins the group on the interface's address

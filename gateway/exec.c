@@ -277,7 +277,7 @@ static int open_exec_sockets(struct gw_part *x)
 	struct gw_stream *e = &x->exec;
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
-	struct sockaddr_in group, any = { .sin_family = AF_INET };
+	struct sockaddr_in group;
 	char list[sizeof(pc->exec_retrans)], *save = NULL, what[48];
 	struct net_bufsize rcv;
 	int rc;
@@ -316,7 +316,7 @@ static int open_exec_sockets(struct gw_part *x)
 	}
 	snprintf(what, sizeof(what), "exec stream %u", x->index);
 	rxpath_bufsize_check(what, &rcv);
-	e->req_fd = net_udp_open(&any, &opt, &rcv, NULL);
+	e->req_fd = net_udp_open_on(g->cfg.tape_iface, &opt, &rcv, NULL);
 	if (e->req_fd < 0) {
 		log_err("exec %u request socket: %s", x->index, strerror(-e->req_fd));
 		return e->req_fd;

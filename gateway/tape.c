@@ -175,7 +175,7 @@ int gw_tape_open(struct gw *g, uint64_t next)
 {
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
-	struct sockaddr_in group, any = { .sin_family = AF_INET };
+	struct sockaddr_in group;
 	struct net_bufsize rcv;
 	char why[64];
 	int rc;
@@ -216,7 +216,7 @@ int gw_tape_open(struct gw *g, uint64_t next)
 		return g->tape.s.fd;
 	}
 	rxpath_bufsize_check("tape", &rcv);
-	g->tape.s.req_fd = net_udp_open(&any, &opt, &rcv, NULL);
+	g->tape.s.req_fd = net_udp_open_on(g->cfg.tape_iface, &opt, &rcv, NULL);
 	if (g->tape.s.req_fd < 0) {
 		log_err("tape request socket: %s", strerror(-g->tape.s.req_fd));
 		return g->tape.s.req_fd;

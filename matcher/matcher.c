@@ -434,7 +434,7 @@ static int open_sockets(struct matcher *m)
 	struct net_udp_options o = { .rcvbuf = (int)c->rcvbuf, .nonblock = 1, .rxq_ovfl = 1,
 				     .reuseaddr = 1 };
 	struct net_udp_options ro = { .rcvbuf = (int)c->rcvbuf, .nonblock = 1, .rxq_ovfl = 1 };
-	struct sockaddr_in group, local, any = { .sin_family = AF_INET };
+	struct sockaddr_in group, local;
 	struct net_bufsize rcv, rrcv;
 	int err;
 
@@ -455,7 +455,7 @@ static int open_sockets(struct matcher *m)
 	m->rcvbuf_granted = rcv.granted;
 	/* Requests leave from here and answers come back here, never to the
 	 * group's port, which other replicas on this host share. */
-	m->req_fd = net_udp_open(&any, &ro, &rrcv, NULL);
+	m->req_fd = net_udp_open_on(c->tape_iface, &ro, &rrcv, NULL);
 	if (m->req_fd < 0) {
 		log_err("tape request socket: %s", strerror(-m->req_fd));
 		return m->req_fd;
