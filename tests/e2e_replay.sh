@@ -162,7 +162,7 @@ EOF
 bg_start "$T/rm.log" "$top_builddir/lockstep-matcher" --config "$T/rm.conf"
 try_for 5 node_ctl rm status || true
 bg_start "$T/send.out" "$REPLAY" send "$J" --group "239.255.0.9:$((P + 150))" \
-	--retrans "127.0.0.1:$((P + 151))" --pace x100 --linger 30
+	--retrans "127.0.0.1:$((P + 151))" --pace x100 --linger 30 --key-file "$T/cluster.key"
 send_pid=$BG_PID
 at_last() { [ "$(status_field "$1" seq)" = "$last" ]; } # at_last NODE: at the tape's last seq
 try_for 30 at_last rm || true
