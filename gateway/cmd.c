@@ -272,8 +272,8 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 			size_t len = g->cmd.in.lens[i];
 			int rc;
 
-			if (rx_drop(&g->cmd.drop, buf, len) ||
-			    auth_node_check(AUTH_REQUEST, buf, &len, 0, &g->cmd.in.addrs[i]) < 0)
+			if (auth_node_check(AUTH_REQUEST, buf, &len, 0, &g->cmd.in.addrs[i]) < 0 ||
+			    rx_drop(&g->cmd.drop, buf, len))
 				continue;
 			rc = mold_parse_request(buf, len, &g->cmd.sess, &r);
 			if (rc < 0) {
@@ -477,6 +477,13 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 		return g->cmd.fd;
 	}
 	rxpath_bufsize_check("command socket", &rcv);
+	{ /* where sequencers' requests for the command stream come to */
+		char a[32];
+
+		bind_addr.sin_port = htons((uint16_t)net_local_port(g->cmd.fd));
+		net_format_addr(&bind_addr, a, sizeof(a));
+		log_info("command stream from %s (its retransmission server)", a);
+	}
 	ev_io_init(&g->cmd.io, on_cmd_read, g->cmd.fd, EV_READ);
 	g->cmd.io.data = g;
 	ev_io_start(g->loop, &g->cmd.io);

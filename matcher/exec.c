@@ -209,12 +209,12 @@ static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 		uint8_t *buf = net_batch_slot(&m->req_rx, (unsigned)i);
 		size_t len = m->req_rx.lens[i];
 
+		if (auth_node_check(AUTH_REQUEST, buf, &len, 0, &m->req_rx.addrs[i]) < 0)
+			continue;
 		if (rx_drop(&m->drop_retrans, buf, len)) {
 			m->st.exec_requests_dropped++;
 			continue;
 		}
-		if (auth_node_check(AUTH_REQUEST, buf, &len, 0, &m->req_rx.addrs[i]) < 0)
-			continue;
 		if (m->diverged) { /* silence: the gateway asks another replica */
 			m->st.exec_requests_refused++;
 			continue;

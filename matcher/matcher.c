@@ -214,11 +214,11 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 	struct mold_packet p;
 	int err;
 
-	if (rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
+	/* the loss generator after the check: it draws on the packet as built */
+	if (auth_node_check(AUTH_TAPE, buf, &len, 0, from) < 0 ||
+	    rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
 		return;
 	m->st.tape_packets++;
-	if (auth_node_check(AUTH_TAPE, buf, &len, 0, from) < 0)
-		return;
 	err = mold_parse(buf, len, &m->tape_session, 0, &p);
 	if (err == MOLD_E_SESSION) {
 		m->st.tape_wrong_session++;

@@ -207,10 +207,10 @@ static int handle_packet(struct sequencer *s, uint8_t *buf, size_t len,
 	struct seq_gw *g;
 	int r;
 
-	if (rx_drop(answer ? &s->drop_req : &s->drop_cmd, buf, len))
-		return 0;
 	s->st.packets_received++;
-	if (auth_node_check(AUTH_CMD, buf, &len, 0, from) < 0)
+	/* the loss generator after the check: it draws on the packet as built */
+	if (auth_node_check(AUTH_CMD, buf, &len, 0, from) < 0 ||
+	    rx_drop(answer ? &s->drop_req : &s->drop_cmd, buf, len))
 		return 0;
 	if (!addrlist_has_host(s->gw_hosts, s->n_gw_hosts, from)) {
 		char a[32];

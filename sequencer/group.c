@@ -437,8 +437,8 @@ static void on_raft_readable(struct ev_loop *loop, ev_io *w, int revents)
 			size_t len = s->raft_in.lens[i];
 			struct raft_msg m;
 
-			if (rx_drop(&s->drop_raft, buf, len) ||
-			    auth_node_check(AUTH_RAFT, buf, &len, AUTH_RAW, &s->raft_in.addrs[i]) < 0)
+			if (auth_node_check(AUTH_RAFT, buf, &len, AUTH_RAW, &s->raft_in.addrs[i]) < 0 ||
+			    rx_drop(&s->drop_raft, buf, len))
 				continue;
 			if (seq_raft_decode(buf, len, &s->tape_session, s->n_peers, &m) < 0 ||
 			    (m.to != RAFT_ALL && m.to != s->id) || m.from == s->id ||

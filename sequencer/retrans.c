@@ -149,9 +149,9 @@ static void on_retrans_readable(struct ev_loop *loop, ev_io *w, int revents)
 		/* which of the two it claims to be picks the key it is checked with */
 		int flow = len >= tag && flow_status_is(buf, len - tag);
 
-		if (rx_drop(&s->drop_retrans, buf, len) ||
-		    auth_node_check(flow ? AUTH_FLOW : AUTH_REQUEST, buf, &len, flow ? AUTH_RAW : 0,
-				    from) < 0)
+		if (auth_node_check(flow ? AUTH_FLOW : AUTH_REQUEST, buf, &len, flow ? AUTH_RAW : 0,
+				    from) < 0 ||
+		    rx_drop(&s->drop_retrans, buf, len))
 			continue;
 		if (flow)
 			seq_flow_status(s, buf, len, from);

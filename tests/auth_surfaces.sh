@@ -20,7 +20,6 @@
 # its position. Orders still flow.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
-command -v ss >/dev/null || skip "no ss (iproute2)"
 SEQUENCERS=3
 cluster_up
 KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
@@ -33,10 +32,9 @@ export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAM
 agree matcher-1 matcher-2
 
 conf() { sed -n "s/^$2 = //p" "$T/$1.conf"; }
-gw_pid=$(cat "$T/gw-1.pid")
-# the gateway's command socket: the UDP socket it sends commands from
-gw_cmd=$(ss -H -u -a -n -p 2>/dev/null | awk -v p="pid=$gw_pid," '$0 ~ p && $4 ~ /^127\.0\.0\.1:/ { print $4 }' | head -1)
-[ -n "$gw_cmd" ] || fail "cannot find gw-1's command socket (ss)"
+# the gateway's command socket: the UDP socket it sends commands from (logged)
+gw_cmd=$(sed -n 's/.*command stream from \([0-9.:]*\) .*/\1/p' "$T/gw-1.log" | tail -1)
+[ -n "$gw_cmd" ] || fail "gw-1 did not log its command socket"
 
 # state before
 snap() {

@@ -104,12 +104,17 @@ sed -i 's/^\[matcher\]$/[matcher]\nring = 1024/' "$T/matcher-1.conf"
 wait_agree 30
 oldest=$(($(ctl_counter matcher-1 exec_blocks) + 1 - 1024))
 [ "$oldest" -gt 1 ] || fail "too few exec blocks for the ring to have turned"
+KEY=$(sed -n 's/^key_file = //p' "$T/matcher-1.conf")
+CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/matcher-1.conf")
+export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
 python3 - "$((P + 111))" "$oldest" <<'PY' || fail "no too-old answer from matcher-1's exec_retrans"
-import socket, struct, sys
+import os, socket, struct, sys
+import auth
+key, cl = os.environ["KEY"], os.environ["CLUSTER_NAME"]
 port, oldest = int(sys.argv[1]), int(sys.argv[2])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.settimeout(0.3)
-req = b"EXEC0".ljust(10) + struct.pack(">QH", oldest - 5, 10)
+req = auth.seal(b"EXEC0".ljust(10) + struct.pack(">QH", oldest - 5, 10), key, cl, "requests")
 for attempt in range(20):  # the matcher loses 5% of the requests too
     s.sendto(req, ("127.0.0.1", port))
     got = []
@@ -118,7 +123,8 @@ for attempt in range(20):  # the matcher loses 5% of the requests too
             got.append(s.recv(2000))
     except socket.timeout:
         continue
-    hb, data = got
+    hb, data = (auth.open_(d, key, cl, "exec") for d in got)
+    assert hb is not None and data is not None, "an answer without a good tag"
     seq, count = struct.unpack(">QH", hb[10:20])
     dseq, dcount = struct.unpack(">QH", data[10:20])
     ok = len(hb) == 20 and count == 0 and seq == oldest and dseq == oldest and dcount == 5

@@ -159,8 +159,12 @@ group=$(sed -n 's/^exec_group = //p' "$T/matcher-1.conf")
 gport=${group##*:} gaddr=${group%:*}
 gaddr=${gaddr%.*}.$((${gaddr##*.} + 1))
 bad0=$(counter matcher-1 checkpoints_malformed) other0=$(counter matcher-1 checkpoints_other_partition)
+KEY=$(sed -n 's/^key_file = //p' "$T/matcher-1.conf")
+CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/matcher-1.conf")
+export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
 python3 - "$gaddr" "$gport" <<'PY' || skip "cannot send to the checkpoint group"
-import socket, struct, sys
+import os, socket, struct, sys
+import auth
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
@@ -169,8 +173,10 @@ dst = (sys.argv[1], int(sys.argv[2]))
 good = b"LSCK" + struct.pack(">HH", 1, 0) + b"intruder".ljust(32) + struct.pack(">QQ", 100, 1)
 for d in (b"", b"LSCK", good[:-1], good + b"x", b"LSCX" + good[4:], good[:4] + b"\0\2" + good[6:],
           good[:8] + b" " * 32 + good[40:], good[:40] + b"\0" * 8 + good[48:]):
-    s.sendto(d, dst)
-s.sendto(good[:6] + struct.pack(">H", 1) + good[8:], dst)  # partition 1
+    # tagged by a member, so that the vote's own decoder is what refuses it
+    s.sendto(auth.seal(d, os.environ["KEY"], os.environ["CLUSTER_NAME"], "votes", None), dst)
+s.sendto(auth.seal(good[:6] + struct.pack(">H", 1) + good[8:], os.environ["KEY"],
+                   os.environ["CLUSTER_NAME"], "votes", None), dst)  # partition 1
 PY
 wait_counter matcher-1 checkpoints_malformed $((bad0 + 8))
 wait_counter matcher-1 checkpoints_other_partition $((other0 + 1))

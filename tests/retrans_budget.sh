@@ -13,6 +13,9 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 cluster_up --set node.retrans_budget=64K
+KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
+CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/seq-1.conf")
+export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
 
 # a tape worth retransmitting
 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 2000 --window 32 --timeout 30 \
@@ -27,10 +30,12 @@ exec_session=EXEC0 # partition 0's (matcher/exec.c)
 # second; prints the bytes that came back and the milliseconds it took.
 flood() {
 	python3 - "$1" "$2" <<'PY'
-import socket, struct, sys, time
+import os, socket, struct, sys, time
+import auth
 host, port = sys.argv[1].rsplit(":", 1)
 assert host.startswith("127."), host
 req = sys.argv[2].encode().ljust(10) + struct.pack(">QH", 1, 65535)
+req = auth.seal(req, os.environ["KEY"], os.environ["CLUSTER_NAME"], "requests")  # a member's
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
 s.settimeout(0.005)
@@ -52,14 +57,13 @@ print(got, int((time.time() - start) * 1000))
 PY
 }
 
-# the gateway's command socket: bound to tape_iface's address (127.0.0.1,
-# its only UDP socket there; it was 0.0.0.0), a port of its own; its
-# session is the gateway's name
-gw_pid=$(cat "$T/gw-1.pid")
-cmd_port=$(ss -Hulpn | awk -v p="pid=$gw_pid," 'index($0, p) && $4 ~ /^127\.0\.0\.1:/ {
-	sub(/.*:/, "", $4); print $4 }' | head -1)
-[ -n "$cmd_port" ] ||
-	fail "no command socket of gw-1 on 127.0.0.1: $(ss -Hulpn | grep "pid=$gw_pid," | awk '{ print $4 }' | tr '\n' ' ')"
+# the gateway's command socket: bound to tape_iface's address (127.0.0.1;
+# it was 0.0.0.0), a port of its own, which it logs; its session is the
+# gateway's name
+cmd_addr=$(sed -n 's/.*command stream from \([0-9.:]*\) .*/\1/p' "$T/gw-1.log" | tail -1)
+cmd_port=${cmd_addr##*:}
+[ "${cmd_addr%:*}" = 127.0.0.1 ] && [ -n "$cmd_port" ] ||
+	fail "gw-1's command socket is not on 127.0.0.1: '${cmd_addr}'"
 
 # within_budget NAME BYTES MS: at most one burst (64 KiB) plus the rate
 # (64 KiB/s) over the time the flood took, and one datagram of slack
