@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "addrlist.h"
 #include "log.h"
 #include "net.h"
 
@@ -210,6 +211,20 @@ int auth_node_check(enum auth_surface s, uint8_t *buf, size_t *len, size_t mold_
 	if (g.a.on)
 		g.rx_key[k]++;
 	*len = inner;
+	return 0;
+}
+
+int auth_node_from_host(const struct sockaddr_in *hosts, int n, const struct sockaddr_in *from,
+			const char *what, const char *key, uint64_t *refused)
+{
+	char a[32];
+
+	if (addrlist_has_host(hosts, n, from))
+		return 1;
+	(*refused)++;
+	net_format_addr(from, a, sizeof(a));
+	log_ratelimited(&g.rl, LOG_LVL_WARNING, "%s from %s refused: not a host of %s", what, a,
+			key);
 	return 0;
 }
 

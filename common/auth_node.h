@@ -65,6 +65,13 @@ size_t auth_node_heartbeat(uint8_t out[AUTH_CONTROL_MAX], enum auth_surface s,
 int auth_node_check(enum auth_surface s, uint8_t *buf, size_t *len, size_t mold_off,
 		    const struct sockaddr_in *from);
 
+/* Members by address: 1 when from's host is one of hosts[0..n) (n 0: any
+ * host is), else counts in *refused, logs (rate-limited) that `what` from
+ * there was refused, naming `key`, the config key that lists the hosts,
+ * and returns 0. */
+int auth_node_from_host(const struct sockaddr_in *hosts, int n, const struct sockaddr_in *from,
+			const char *what, const char *key, uint64_t *refused);
+
 /* Drops of a surface so far (tests, STATS). */
 uint64_t auth_node_dropped(enum auth_surface s);
 

@@ -288,16 +288,9 @@ static void on_ckpt_packet(struct matcher *m, uint8_t *buf, size_t len,
 
 	if (auth_node_check(AUTH_VOTE, buf, &len, AUTH_RAW, from) < 0)
 		return;
-	if (!addrlist_has_host(m->ck_hosts, m->n_ck_hosts, from)) {
-		char a[32];
-
-		m->st.checkpoints_not_member++;
-		net_format_addr(from, a, sizeof(a));
-		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
-				"checkpoint vote from %s refused: not a host of [matcher] replica_hosts",
-				a);
+	if (!auth_node_from_host(m->ck_hosts, m->n_ck_hosts, from, "checkpoint vote",
+				 "[matcher] replica_hosts", &m->st.checkpoints_not_member))
 		return;
-	}
 	err = matcher_checkpoint_decode(buf, len, &c);
 	if (err < 0) {
 		char a[32];

@@ -212,16 +212,9 @@ static int handle_packet(struct sequencer *s, uint8_t *buf, size_t len,
 	if (auth_node_check(AUTH_CMD, buf, &len, 0, from) < 0 ||
 	    rx_drop(answer ? &s->drop_req : &s->drop_cmd, buf, len))
 		return 0;
-	if (!addrlist_has_host(s->gw_hosts, s->n_gw_hosts, from)) {
-		char a[32];
-
-		s->st.commands_not_member++;
-		net_format_addr(from, a, sizeof(a));
-		log_ratelimited(&rl_malformed, LOG_LVL_WARNING,
-				"command datagram from %s refused: not a host of [sequencer] gateways",
-				a);
+	if (!auth_node_from_host(s->gw_hosts, s->n_gw_hosts, from, "command datagram",
+				 "[sequencer] gateways", &s->st.commands_not_member))
 		return 0;
-	}
 	r = mold_parse(buf, len, NULL, s->cfg.max_datagram, &pkt);
 	if (r < 0) {
 		char a[32];

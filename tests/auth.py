@@ -111,3 +111,36 @@ def send_from(src, dst, payload):
                      socket.inet_aton(src[0]), socket.inet_aton(dst[0]))
     s.sendto(ip + udp, (dst[0], 0))
     s.close()
+
+
+def _varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def tape_packet(seq, term, session="TAPE"):
+    """An untagged MoldUDP64 tape packet of one Event (lockstep.proto: term
+    1, seq 2, timestamp 3, commit 6, an empty Command 10) at seq."""
+    import time
+
+    def field(num, v):
+        return _varint(num << 3) + _varint(v)
+    event = field(1, term) + field(2, seq) + field(3, time.time_ns()) + field(6, seq) + \
+        _varint(10 << 3 | 2) + _varint(0)
+    return session.encode().ljust(10) + struct.pack(">QH", seq, 1) + \
+        struct.pack(">H", len(event)) + event
+
+
+def mcast_sender():
+    """A UDP socket for the loopback's multicast groups, TTL 0."""
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+    return s

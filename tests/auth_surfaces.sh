@@ -152,28 +152,13 @@ node_ctl seq-1 stats | grep -q "^auth_dropped_from_127_0_0_2_" ||
 # ---- replays: correctly tagged, old
 tape=$(conf matcher-1 tape_group)
 python3 - "$tape" "$(conf seq-1 listen)" <<'PY'
-import os, socket, struct, sys, time
+import os, socket, struct, sys
 import auth
 key, cl = os.environ["KEY"], os.environ["CLUSTER_NAME"]
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-def field(num, v):
-    return varint(num << 3) + varint(v)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+s = auth.mcast_sender()
 # a tape event at seq 2, term 1: long applied
-event = field(1, 1) + field(2, 2) + field(3, time.time_ns()) + field(6, 2) + varint(10 << 3 | 2) + varint(0)
-pkt = b"TAPE".ljust(10) + struct.pack(">QH", 2, 1) + struct.pack(">H", len(event)) + event
 group, gport = sys.argv[1].rsplit(":", 1)
-s.sendto(auth.seal(pkt, key, cl, "tape"), (group, int(gport)))
+s.sendto(auth.seal(auth.tape_packet(2, 1), key, cl, "tape"), (group, int(gport)))
 # gw-1's command 1 again (already sequenced): a duplicate
 cmd = b"gw-1".ljust(10) + struct.pack(">QH", 1, 1) + struct.pack(">H", 2) + b"\x08\x01"
 host, port = sys.argv[2].rsplit(":", 1)

@@ -40,20 +40,7 @@ import os, socket, struct, sys, time
 import auth
 group, port = sys.argv[1].rsplit(":", 1)
 seq = int(sys.argv[2])
-def varint(v):
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-def field(num, v):
-    return varint(num << 3) + varint(v)
-event = field(1, (1 << 64) - 1) + field(2, seq) + field(3, time.time_ns()) + field(6, seq) + \
-    varint(10 << 3 | 2) + varint(0)  # an empty Command
-pkt = b"TAPE".ljust(10) + struct.pack(">QH", seq, 1) + struct.pack(">H", len(event)) + event
+pkt = auth.tape_packet(seq, (1 << 64) - 1)
 pkt = auth.seal(pkt, os.environ["KEY"], os.environ["CLUSTER_NAME"], "tape")
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
