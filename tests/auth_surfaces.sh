@@ -22,10 +22,7 @@
 need_built lockstep-bench
 SEQUENCERS=3
 cluster_up
-KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
-CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/seq-1.conf")
-[ -r "$KEY" ] && [ -n "$CLUSTER_NAME" ] || fail "no key_file or cluster in seq-1.conf"
-export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
+cluster_key_env
 
 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 300 --window 8 --timeout 20 \
 	>"$T/bench0.out" 2>&1 || { cat "$T/bench0.out"; fail "no orders before the test"; }

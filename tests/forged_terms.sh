@@ -23,10 +23,7 @@ need_built lockstep-bench
 [ "$(id -u)" -eq 0 ] || skip "speaking from a member's address needs a raw socket (root)"
 SEQUENCERS=3
 cluster_up
-KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
-CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/seq-1.conf")
-[ -r "$KEY" ] && [ -n "$CLUSTER_NAME" ] || fail "no key_file or cluster in seq-1.conf"
-export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
+cluster_key_env
 
 p0=$(primary_node)
 term0=$(status_get "$p0" term)

@@ -102,6 +102,17 @@ cluster_up() {
 	fi
 }
 
+# cluster_key_env [NODE]: KEY (the key file) and CLUSTER_NAME from NODE's
+# config (default seq-1), exported with PYTHONPATH for tests/auth.py, so
+# that a test's Python can tag what it sends as a member would.
+cluster_key_env() {
+	local f=$T/${1:-seq-1}.conf
+	KEY=$(sed -n 's/^key_file = //p' "$f")
+	CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$f")
+	[ -r "$KEY" ] && [ -n "$CLUSTER_NAME" ] || fail "no key_file or cluster in $f"
+	export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
+}
+
 # Processes a test starts beside the cluster (bg_start): ended before it.
 EXTRA_PIDS=()
 

@@ -104,9 +104,7 @@ sed -i 's/^\[matcher\]$/[matcher]\nring = 1024/' "$T/matcher-1.conf"
 wait_agree 30
 oldest=$(($(ctl_counter matcher-1 exec_blocks) + 1 - 1024))
 [ "$oldest" -gt 1 ] || fail "too few exec blocks for the ring to have turned"
-KEY=$(sed -n 's/^key_file = //p' "$T/matcher-1.conf")
-CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/matcher-1.conf")
-export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
+cluster_key_env matcher-1
 python3 - "$((P + 111))" "$oldest" <<'PY' || fail "no too-old answer from matcher-1's exec_retrans"
 import os, socket, struct, sys
 import auth

@@ -159,9 +159,7 @@ group=$(sed -n 's/^exec_group = //p' "$T/matcher-1.conf")
 gport=${group##*:} gaddr=${group%:*}
 gaddr=${gaddr%.*}.$((${gaddr##*.} + 1))
 bad0=$(counter matcher-1 checkpoints_malformed) other0=$(counter matcher-1 checkpoints_other_partition)
-KEY=$(sed -n 's/^key_file = //p' "$T/matcher-1.conf")
-CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/matcher-1.conf")
-export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
+cluster_key_env matcher-1
 python3 - "$gaddr" "$gport" <<'PY' || skip "cannot send to the checkpoint group"
 import os, socket, struct, sys
 import auth

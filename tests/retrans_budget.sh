@@ -13,9 +13,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 cluster_up --set node.retrans_budget=64K
-KEY=$(sed -n 's/^key_file = //p' "$T/seq-1.conf")
-CLUSTER_NAME=$(sed -n 's/^cluster = //p' "$T/seq-1.conf")
-export PYTHONPATH="$top_srcdir/tests${PYTHONPATH:+:$PYTHONPATH}" KEY CLUSTER_NAME
+cluster_key_env
 
 # a tape worth retransmitting
 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 2000 --window 32 --timeout 30 \
