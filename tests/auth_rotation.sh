@@ -57,8 +57,8 @@ auth_of() { node_ctl "$1" status --json | sed -n 's/.*"auth": "\([^"]*\)".*/\1/p
 drops >"$T/drops.before"
 [ "$(grep -c ' auth_dropped_[a-z]* 0$' "$T/drops.before")" -ge 36 ] || fail "auth_dropped_* counters before: $(cat "$T/drops.before")"
 seq0=$(status_get "$(primary_node)" commit)
-bg_start "$T/bench.out" timeout -k 5 90 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 \
-	--rate 2000 --duration 15 --timeout 20 --seed 7 --check-matches --cluster "$T" --json "$T/bench.json"
+bg_start "$T/bench.out" timeout -k 5 120 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 \
+	--rate 2000 --duration 30 --timeout 20 --seed 7 --check-matches --cluster "$T" --json "$T/bench.json"
 BENCH_PID=$BG_PID
 # the load flows before the rotation starts
 flowing() { [ "$(status_get "$(primary_node)" commit)" -gt $((seq0 + 500)) ]; }
