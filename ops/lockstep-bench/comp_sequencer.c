@@ -83,6 +83,8 @@ static double cpu_seconds(clockid_t clock)
 static int seqb_sizes(struct seqb *b)
 {
 	struct ouch_enter_order e;
+	/* what a datagram holds besides its tag */
+	unsigned room = opt.datagram - (opt.auth_off ? 0 : AUTH_TRAILER_LEN);
 
 	b->streams = opt.streams;
 	b->per = opt.batch;
@@ -94,8 +96,8 @@ static int seqb_sizes(struct seqb *b)
 	mix_sample_enter(&e, 7);
 	b->cmd_len = mix_pack_enter(&e, "TRADR1", "FRMA", b->cmd);
 	if (!b->per)
-		b->per = (unsigned)((opt.datagram - MOLD_HEADER_LEN) / (b->cmd_len + 2));
-	if (b->per < 1 || MOLD_HEADER_LEN + b->per * (b->cmd_len + 2) > opt.datagram) {
+		b->per = (unsigned)((room - MOLD_HEADER_LEN) / (b->cmd_len + 2));
+	if (b->per < 1 || MOLD_HEADER_LEN + b->per * (b->cmd_len + 2) > room) {
 		fprintf(stderr, PROG ": --batch %u commands of %zu bytes do not fit --datagram %u\n",
 			b->per, b->cmd_len, opt.datagram);
 		return 2;
@@ -198,7 +200,8 @@ static uint64_t seqb_build(struct seqb *b, unsigned k, unsigned g, uint64_t q, u
 	mold_build_begin(&mb, net_batch_slot(&b->tx, k), b->tx.size - auth_node_reserve(),
 			 &b->sess[g], q);
 	for (unsigned i = 0; i < b->per && q < qend; i++, q++)
-		mold_build_add(&mb, b->cmd, (uint16_t)b->cmd_len);
+		if (mold_build_add(&mb, b->cmd, (uint16_t)b->cmd_len) < 0)
+			break; /* cannot happen: per was fitted to the datagram */
 	b->tx.lens[k] = auth_node_seal(AUTH_CMD, net_batch_slot(&b->tx, k), mold_build_end(&mb),
 				       b->tx.size, 0);
 	return q;
