@@ -88,6 +88,7 @@ struct sequencer {
 	ev_io cmd_io, retrans_io;
 	ev_timer heartbeat;
 	uint64_t last_tape_send_ns;
+	uint64_t last_event_ns; /* when the last event was sequenced (a time event when idle) */
 
 	struct net_batch in; /* command datagrams */
 	struct net_batch out; /* tape datagrams being built */

@@ -197,14 +197,15 @@ static int out_commit(struct sequencer *s, const uint8_t *ev, size_t len)
 	}
 	mold_build_commit(&s->builder, (uint16_t)len);
 	s->next_seq++;
+	s->last_event_ns = s->now_ns;
 	return 0;
 }
 
 /* Sequences one command. Returns 0, -EMSGSIZE when it cannot fit one tape
  * datagram, or another negative errno (journal: fatal). The event's commit
  * field is its own seq: it is multicast only once committed. */
-int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_seq,
-		  const uint8_t *cmd, size_t len)
+static int emit_event(struct sequencer *s, const char *origin, uint64_t origin_seq,
+		      const uint8_t *cmd, size_t len)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		size_t room = 0, n = 0;
@@ -214,7 +215,7 @@ int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_s
 		if (r < 0)
 			return r;
 		if (p)
-			n = tape_event_encode(p, room, s->term, s->next_seq, s->now_wall, g->name,
+			n = tape_event_encode(p, room, s->term, s->next_seq, s->now_wall, origin,
 					      origin_seq, s->next_seq, cmd, len);
 		if (n > 0)
 			return out_commit(s, p, n);
@@ -223,6 +224,29 @@ int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_s
 		seq_tape_close_packet(s);
 	}
 	return -EMSGSIZE;
+}
+
+int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_seq,
+		  const uint8_t *cmd, size_t len)
+{
+	return emit_event(s, g->name, origin_seq, cmd, len);
+}
+
+/* Time on an idle tape: the matchers' only clock is the tape, so when
+ * nothing was sequenced for [sequencer] time_event the primary sequences an
+ * event with a time and no command (orders expire by it; it is journalled
+ * and replayed like any other), and sends it at once. */
+static void tape_time_event(struct sequencer *s, uint64_t now)
+{
+	int r;
+
+	s->now_ns = now;
+	s->now_wall = wall_ns();
+	if ((r = emit_event(s, NULL, 0, NULL, 0)) < 0 || (r = seq_tape_flush(s)) < 0) {
+		seq_fail(s, "time event", r);
+		return;
+	}
+	s->st.time_events++;
 }
 
 /* Multicasts events [from, to] from the journal. */
@@ -334,6 +358,9 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	seq_flow_tick(s, now);
 	/* only the primary speaks on the tape */
+	if (s->state == SEQ_PRIMARY && s->cfg.time_event_ns &&
+	    now - s->last_event_ns >= s->cfg.time_event_ns)
+		tape_time_event(s, now);
 	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
 		send_tape_control(s, 0);
 }

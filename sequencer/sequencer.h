@@ -43,6 +43,7 @@ struct seq_config {
 	char tape_session[MOLD_SESSION_LEN + 1]; /* MoldUDP64 session of the tape */
 	uint64_t tape_ttl;
 	uint64_t heartbeat_ns; /* tape heartbeat when idle this long */
+	uint64_t time_event_ns; /* a time event when nothing was sequenced this long (0: none) */
 	int fsync; /* enum journal_fsync */
 	uint64_t fsync_interval_ns;
 	uint64_t segment_size;
@@ -90,6 +91,7 @@ struct seq_stats {
 	uint64_t heartbeats_received;
 	uint64_t tape_packets_sent;
 	uint64_t tape_heartbeats_sent;
+	uint64_t time_events; /* events of time alone, sequenced on an idle tape */
 	uint64_t tape_send_errors;
 	uint64_t retrans_requests; /* well-formed requests served */
 	uint64_t retrans_bad_requests; /* wrong length or session */

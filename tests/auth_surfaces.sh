@@ -21,7 +21,8 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 SEQUENCERS=3
-cluster_up
+# no time events: the tape must not move while the test checks it stands still
+cluster_up --set sequencer.time_event=0s
 cluster_key_env
 
 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --orders 300 --window 8 --timeout 20 \

@@ -59,7 +59,7 @@ groups() {
 	done
 }
 # at_commit SEQ: both matchers of the cluster $T at SEQ.
-at_commit() { [ "$(status_get matcher-1 seq)" = "$1" ] && [ "$(status_get matcher-2 seq)" = "$1" ]; }
+at_commit() { [ "$(status_get matcher-1 seq)" -ge "$1" ] && [ "$(status_get matcher-2 seq)" -ge "$1" ]; }
 
 # variant LABEL B_OPTIONS...: clusters A (name alpha) and B (B_OPTIONS) up,
 # B on A's groups, a load through both, every check.

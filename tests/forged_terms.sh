@@ -22,7 +22,8 @@
 need_built lockstep-bench
 [ "$(id -u)" -eq 0 ] || skip "speaking from a member's address needs a raw socket (root)"
 SEQUENCERS=3
-cluster_up
+# no time events: the forged tape event must reach the next seq before a real one
+cluster_up --set sequencer.time_event=0s
 cluster_key_env
 
 p0=$(primary_node)

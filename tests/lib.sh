@@ -169,18 +169,29 @@ status_get() {
 # stat_get NODE NAME: one counter of NODE's STATS ("" when it has none).
 stat_get() { node_ctl "$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
 
+# seq_hash_state NODE: "SEQ HASH STATE" of a matcher from one STATUS, so
+# that the three belong together (the tape moves on while a test reads:
+# time events on an idle tape, [sequencer] time_event).
+seq_hash_state() {
+	local j
+	j=$(node_ctl "$1" status --json 2>/dev/null || true)
+	printf '%s %s %s\n' "$(sed -n 's/.*"seq": \([0-9]*\).*/\1/p' <<<"$j")" \
+		"$(sed -n 's/.*"hash": "\{0,1\}\([^,"}]*\).*/\1/p' <<<"$j")" \
+		"$(sed -n 's/.*"state": "\([^"]*\)".*/\1/p' <<<"$j")"
+}
+
 # agree A B: replicas A and B at the same seq with the same hash, B live
-# (a bounded wait).
+# (a bounded wait; each side's seq and hash from one STATUS).
 agree() {
-	local s1 s2 h1 h2
+	local a b
 	for _ in $(seq 1 150); do
-		s1=$(status_get "$1" seq) s2=$(status_get "$2" seq)
-		[ "$s1" = "$s2" ] && [ "$(status_get "$2" state)" = live ] && break
+		read -r -a a <<<"$(seq_hash_state "$1")"
+		read -r -a b <<<"$(seq_hash_state "$2")"
+		[ -n "${a[0]:-}" ] && [ "${a[0]}" = "${b[0]:-}" ] && [ "${b[2]:-}" = live ] && break
 		sleep 0.1
 	done
-	h1=$(status_get "$1" hash) h2=$(status_get "$2" hash)
-	[ "$s1" = "$s2" ] || fail "$2 at seq $s2, $1 at $s1"
-	[ "$h1" = "$h2" ] || fail "hashes differ at seq $s1: $h1 vs $h2"
+	[ -n "${a[0]:-}" ] && [ "${a[0]}" = "${b[0]:-}" ] || fail "$2 at seq ${b[0]:-?}, $1 at ${a[0]:-?}"
+	[ "${a[1]}" = "${b[1]}" ] || fail "hashes differ at seq ${a[0]}: ${a[1]} vs ${b[1]}"
 }
 
 # snapshot_now NODE: asks the matcher NODE for a snapshot and waits until it
@@ -280,25 +291,28 @@ bench() {
 # sequencer (the primary of a group) has committed (and is live); then
 # checks that they all report the same seq and hash. Sets SEQ and HASH.
 wait_agree() {
-	local end=$((SECONDS + $1)) n s ok pr
+	local end=$((SECONDS + $1)) n s ok pr h x
 	while :; do
 		pr=$(primary_node "$1")
 		s=$(status_field "$pr" commit)
-		ok=1
+		ok=1 h=
 		for n in $(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//'); do
-			[ "$(status_field "$n" seq)" = "$s" ] && [ "$(status_field "$n" state)" = live ] || ok=0
+			read -r -a x <<<"$(seq_hash_state "$n")"
+			# at or past the commit read: time events move an idle
+			# tape on while we read, and change no hash
+			if [ "${x[0]:-0}" -ge "$s" ] && [ "${x[2]:-}" = live ]; then
+				[ -z "$h" ] || [ "${x[1]}" = "$h" ] ||
+					fail "$n's hash ${x[1]} differs from $h at seq $s"
+				h=${x[1]}
+			else
+				ok=0
+			fi
 		done
-		[ $ok = 1 ] && [ "$(status_field "$pr" commit)" = "$s" ] && break
+		[ $ok = 1 ] && break
 		[ $SECONDS -lt $end ] || { "$CLUSTER" status --dir "$T" >&2; fail "matchers not at the sequencer's commit $s after $1 s"; }
 		sleep 0.2
 	done
-	SEQ=$s HASH=
-	for n in $(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//'); do
-		[ "$(status_field "$n" seq)" = "$SEQ" ] || fail "$n moved past $SEQ"
-		s=$(status_field "$n" hash)
-		[ -z "$HASH" ] || [ "$s" = "$HASH" ] || fail "$n's hash $s differs from $HASH at seq $SEQ"
-		HASH=$s
-	done
+	SEQ=$s HASH=$h
 }
 
 # netlab_report: the packets the netlab dropped and what the daemons did

@@ -19,22 +19,24 @@ run_bench() {
 		{ cat "$T/bench-$2.out"; fail "bench ($2): $(tail -1 "$T/bench-$2.out")"; }
 }
 counter() { local v; v=$(ctl_counter "$1" "$2"); echo "${v:-0}"; }
-# all_agree SECONDS: every matcher live at the primary's commit, one hash;
-# sets SEQ.
+# all_agree SECONDS: every matcher live at the primary's commit, one hash
+# (each replica's seq, hash and state from one STATUS); sets SEQ.
 all_agree() {
-	local end=$((SECONDS + $1)) c n ok h
+	local end=$((SECONDS + $1)) c n ok h x
 	while :; do
-		c=$(status_get "$(primary_node)" commit) ok=1
+		c=$(status_get "$(primary_node)" commit) ok=1 h=
 		for n in matcher-1 matcher-2 matcher-3; do
-			[ "$(status_get $n seq)" = "$c" ] && [ "$(status_get $n state)" = live ] || ok=0
+			read -r -a x <<<"$(seq_hash_state "$n")"
+			if [ "${x[0]:-0}" -ge "$c" ] && [ "${x[2]:-}" = live ]; then
+				[ -z "$h" ] || [ "${x[1]}" = "$h" ] || fail "$n's hash ${x[1]} differs from $h at $c"
+				h=${x[1]}
+			else
+				ok=0
+			fi
 		done
 		[ $ok = 1 ] && break
 		[ $SECONDS -lt $end ] || fail "matchers not all live at commit $c after $1 s"
 		sleep 0.1
-	done
-	h=$(status_get matcher-1 hash)
-	for n in matcher-2 matcher-3; do
-		[ "$(status_get $n hash)" = "$h" ] || fail "$n's hash $(status_get $n hash) differs from matcher-1's $h at $c"
 	done
 	SEQ=$c
 }
@@ -48,19 +50,19 @@ wait_counter() {
 }
 # live_pair A B: both live at the primary's commit with the same hash (bounded).
 live_pair() {
-	local c
+	local c x y
 	for _ in $(seq 1 150); do
 		c=$(status_get "$(primary_node)" commit)
-		[ "$(status_get "$1" seq)" = "$c" ] && [ "$(status_get "$2" seq)" = "$c" ] &&
-			[ "$(status_get "$1" state)" = live ] && [ "$(status_get "$2" state)" = live ] && break
+		read -r -a x <<<"$(seq_hash_state "$1")"
+		read -r -a y <<<"$(seq_hash_state "$2")"
+		[ "${x[0]:-0}" -ge "$c" ] && [ "${y[0]:-0}" -ge "$c" ] && [ "${x[2]:-}" = live ] &&
+			[ "${y[2]:-}" = live ] && break
 		sleep 0.1
 	done
-	[ "$(status_get "$1" state)" = live ] || fail "$1 is $(status_get "$1" state)"
-	[ "$(status_get "$2" state)" = live ] || fail "$2 is $(status_get "$2" state)"
-	[ "$(status_get "$1" seq)" = "$c" ] && [ "$(status_get "$2" seq)" = "$c" ] ||
-		fail "$1 at $(status_get "$1" seq), $2 at $(status_get "$2" seq), commit $c"
-	[ "$(status_get "$1" hash)" = "$(status_get "$2" hash)" ] ||
-		fail "$1 and $2 disagree at seq $c: $(status_get "$1" hash) vs $(status_get "$2" hash)"
+	[ "${x[2]:-}" = live ] || fail "$1 is ${x[2]:-?}"
+	[ "${y[2]:-}" = live ] || fail "$2 is ${y[2]:-?}"
+	[ "${x[0]:-0}" -ge "$c" ] && [ "${y[0]:-0}" -ge "$c" ] || fail "$1 at ${x[0]:-?}, $2 at ${y[0]:-?}, commit $c"
+	[ "${x[1]}" = "${y[1]}" ] || fail "$1 and $2 disagree at seq $c: ${x[1]} vs ${y[1]}"
 }
 
 # 1. A normal run: every replica agrees at every checkpoint.
