@@ -9,8 +9,8 @@
 # and 1.2 s after it was accepted, by the tape's own timestamps (Accepted
 # and Canceled carry them; 50 ms of slack for the wakeups of 2 cores), and
 # the replicas agree; a rebuild from the journal, time events and all,
-# gives their hash. With time_event = 0s the order is still live 2 s later,
-# as before.
+# gives their hash. With time_event = 0s (the default for now) the order is
+# still live 2 s later, as before.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-client lockstep-replay
 SEQUENCERS=1
@@ -28,7 +28,7 @@ script() {
 # timestamp ("A < HH:MM:SS.nnnnnnnnn Type ...")
 tape_s() { awk '{ split($3, t, ":"); printf "%.9f\n", t[1] * 3600 + t[2] * 60 + t[3] }' <<<"$1"; }
 
-cluster_up
+cluster_up --set sequencer.time_event=100ms
 sleep 0.5 # idle: time events only
 t0=$(stat_get seq-1 time_events)
 out=$(script 1500 <<'S'
