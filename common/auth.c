@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "macros.h"
+#include "moldudp64.h"
+#include "wire.h"
 
 const char *const auth_surface_names[AUTH_N_SURFACES] = {
 	"commands", "tape", "exec", "raft", "votes", "requests", "flow",
@@ -333,19 +335,7 @@ void auth_init_off(struct auth *a)
 
 /* ---- the trailer --------------------------------------------------------- */
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-#define MOLD_COUNT_AT 18 /* session (10) + sequence (8) */
-#define MOLD_HDR 20
+#define MOLD_COUNT_AT (MOLD_SESSION_LEN + 8) /* after the session and the sequence number */
 
 int64_t auth_seal(const struct auth *a, enum auth_surface s, uint8_t *buf, size_t len,
 		  size_t cap, size_t mold_off)
@@ -358,20 +348,20 @@ int64_t auth_seal(const struct auth *a, enum auth_surface s, uint8_t *buf, size_
 	if (len + AUTH_TRAILER_LEN > cap || len + AUTH_TRAILER_LEN > 0xFFFF)
 		return AUTH_E_NOSPACE;
 	if (mold_off != AUTH_RAW) {
-		if (len < mold_off + MOLD_HDR)
+		if (len < mold_off + MOLD_HEADER_LEN)
 			return AUTH_E_SHORT;
-		count = get16(buf + mold_off + MOLD_COUNT_AT);
+		count = wire_get_u16(buf + mold_off + MOLD_COUNT_AT);
 		/* blocks follow: one more; a heartbeat, an end of session or a
 		 * request: the trailer alone */
-		if (len > mold_off + MOLD_HDR && count >= 0xFFFE)
+		if (len > mold_off + MOLD_HEADER_LEN && count >= 0xFFFE)
 			return AUTH_E_NOSPACE;
-		put16(buf + mold_off + MOLD_COUNT_AT,
-		      len > mold_off + MOLD_HDR ? (uint16_t)(count + 1) : 1);
+		wire_put_u16(buf + mold_off + MOLD_COUNT_AT,
+		      len > mold_off + MOLD_HEADER_LEN ? (uint16_t)(count + 1) : 1);
 	}
-	put16(t, AUTH_TRAILER_LEN - 2);
+	wire_put_u16(t, AUTH_TRAILER_LEN - 2);
 	t[2] = AUTH_TRAILER_MAGIC;
 	t[3] = a->id[a->send];
-	put16(t + 4, count);
+	wire_put_u16(t + 4, count);
 	crypto_shorthash_siphashx24(t + 6, buf, len + 6, a->sub[a->send][s]);
 	return (int64_t)(len + AUTH_TRAILER_LEN);
 }
@@ -398,25 +388,25 @@ int auth_open(const struct auth *a, enum auth_surface s, uint8_t *buf, size_t le
 		return AUTH_OK;
 	}
 	if (len < AUTH_TRAILER_LEN ||
-	    (mold_off != AUTH_RAW && len < mold_off + MOLD_HDR + AUTH_TRAILER_LEN))
+	    (mold_off != AUTH_RAW && len < mold_off + MOLD_HEADER_LEN + AUTH_TRAILER_LEN))
 		return AUTH_E_SHORT;
 	body = len - AUTH_TRAILER_LEN;
 	t = buf + body;
-	if (get16(t) != AUTH_TRAILER_LEN - 2 || t[2] != AUTH_TRAILER_MAGIC)
+	if (wire_get_u16(t) != AUTH_TRAILER_LEN - 2 || t[2] != AUTH_TRAILER_MAGIC)
 		return AUTH_E_TRAILER;
 	if ((k = key_index(a, t[3])) < 0)
 		return AUTH_E_KEY;
 	crypto_shorthash_siphashx24(tag, buf, body + 6, a->sub[k][s]);
 	if (sodium_memcmp(tag, t + 6, AUTH_TAG_LEN) != 0)
 		return AUTH_E_TAG;
-	count = get16(t + 4);
+	count = wire_get_u16(t + 4);
 	if (mold_off != AUTH_RAW) {
-		uint16_t hdr = get16(buf + mold_off + MOLD_COUNT_AT);
-		uint16_t want = body > mold_off + MOLD_HDR ? (uint16_t)(count + 1) : 1;
+		uint16_t hdr = wire_get_u16(buf + mold_off + MOLD_COUNT_AT);
+		uint16_t want = body > mold_off + MOLD_HEADER_LEN ? (uint16_t)(count + 1) : 1;
 
-		if (hdr != want || (body > mold_off + MOLD_HDR && count >= 0xFFFE))
+		if (hdr != want || (body > mold_off + MOLD_HEADER_LEN && count >= 0xFFFE))
 			return AUTH_E_COUNT;
-		put16(buf + mold_off + MOLD_COUNT_AT, count);
+		wire_put_u16(buf + mold_off + MOLD_COUNT_AT, count);
 	}
 	*inner = body;
 	if (key_idx)
@@ -431,7 +421,7 @@ unsigned auth_key_id_of(const uint8_t *buf, size_t len)
 	if (len < AUTH_TRAILER_LEN)
 		return 0;
 	t = buf + len - AUTH_TRAILER_LEN;
-	if (get16(t) != AUTH_TRAILER_LEN - 2 || t[2] != AUTH_TRAILER_MAGIC)
+	if (wire_get_u16(t) != AUTH_TRAILER_LEN - 2 || t[2] != AUTH_TRAILER_MAGIC)
 		return 0;
 	return t[3];
 }

@@ -19,7 +19,6 @@
 
 #include "auth.h"
 #include "counters.h"
-#include "lockstep.pb-c.h"
 #include "moldudp64.h"
 #include "net.h"
 

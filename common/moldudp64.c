@@ -8,11 +8,7 @@
 #include <string.h>
 
 #include "moldudp64.h"
-
-static inline uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
+#include "wire.h"
 
 static inline uint64_t get64(const uint8_t *p)
 {
@@ -20,12 +16,6 @@ static inline uint64_t get64(const uint8_t *p)
 
 	memcpy(&v, p, 8);
 	return be64toh(v);
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
 }
 
 static inline void put64(uint8_t *p, uint64_t v)
@@ -107,7 +97,7 @@ int mold_parse(const uint8_t *buf, size_t len, const struct mold_session *expect
 	if (expect && memcmp(buf, expect->name, MOLD_SESSION_LEN) != 0)
 		return MOLD_E_SESSION;
 	seq = get64(buf + MOLD_SESSION_LEN);
-	count = get16(buf + MOLD_SESSION_LEN + 8);
+	count = wire_get_u16(buf + MOLD_SESSION_LEN + 8);
 	p = buf + MOLD_HEADER_LEN;
 	end = buf + len;
 	if (count == 0 || count == MOLD_COUNT_EOS) {
@@ -121,7 +111,7 @@ int mold_parse(const uint8_t *buf, size_t len, const struct mold_session *expect
 
 			if (end - p < 2)
 				return MOLD_E_BLOCK_HEADER;
-			blen = get16(p);
+			blen = wire_get_u16(p);
 			p += 2;
 			if ((size_t)(end - p) < blen)
 				return MOLD_E_BLOCK_PAST_END;
@@ -162,7 +152,7 @@ int mold_iter_next(struct mold_iter *it, uint64_t *seq, const uint8_t **data, ui
 	if (it->left == 0)
 		return 0;
 	/* mold_parse() proved every block lies inside [blocks, end). */
-	n = get16(it->p);
+	n = wire_get_u16(it->p);
 	*seq = it->seq++;
 	*data = it->p + 2;
 	*len = n;
@@ -175,7 +165,7 @@ static void put_header(uint8_t *out, const struct mold_session *s, uint64_t seq,
 {
 	memcpy(out, s->name, MOLD_SESSION_LEN);
 	put64(out + MOLD_SESSION_LEN, seq);
-	put16(out + MOLD_SESSION_LEN + 8, count);
+	wire_put_u16(out + MOLD_SESSION_LEN + 8, count);
 }
 
 int mold_build_begin(struct mold_builder *b, uint8_t *buf, size_t cap,
@@ -201,7 +191,7 @@ int mold_build_add(struct mold_builder *b, const void *data, uint16_t len)
 {
 	if (!block_fits(b, len))
 		return MOLD_E_NOSPACE;
-	put16(b->buf + b->len, len);
+	wire_put_u16(b->buf + b->len, len);
 	if (len)
 		memcpy(b->buf + b->len + 2, data, len);
 	b->len += 2 + (size_t)len;
@@ -226,14 +216,14 @@ void mold_build_commit(struct mold_builder *b, uint16_t len)
 		assert(!"mold_build_commit: block larger than reserved");
 		return;
 	}
-	put16(b->buf + b->len, len);
+	wire_put_u16(b->buf + b->len, len);
 	b->len += 2 + (size_t)len;
 	b->count++;
 }
 
 size_t mold_build_end(struct mold_builder *b)
 {
-	put16(b->buf + MOLD_SESSION_LEN + 8, b->count);
+	wire_put_u16(b->buf + MOLD_SESSION_LEN + 8, b->count);
 	return b->len;
 }
 
@@ -268,7 +258,7 @@ int mold_parse_request(const uint8_t *buf, size_t len, const struct mold_session
 	if (expect && memcmp(buf, expect->name, MOLD_SESSION_LEN) != 0)
 		return MOLD_E_SESSION;
 	seq = get64(buf + MOLD_SESSION_LEN);
-	count = get16(buf + MOLD_SESSION_LEN + 8);
+	count = wire_get_u16(buf + MOLD_SESSION_LEN + 8);
 	if (seq_wraps(seq, count))
 		return MOLD_E_SEQ_WRAP;
 	memcpy(out->session.name, buf, MOLD_SESSION_LEN);

@@ -21,6 +21,17 @@
 #define WIRE_EXEC_HDR_LEN 14u
 #define WIRE_USER_LEN 6u
 
+static inline void wire_put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline uint16_t wire_get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
 static inline void wire_put_u64(uint8_t *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--) {

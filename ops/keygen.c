@@ -256,10 +256,7 @@ static int store(const char *path, const struct stat *st, const struct auth_keys
 
 static int kg_new(const char *path, struct auth_keys *k)
 {
-	k->n = 1;
-	k->id[0] = 1;
-	k->send_id = 1;
-	randombytes_buf(k->key[0], AUTH_KEY_LEN);
+	auth_keys_generate(k);
 	if (store(path, NULL, k) < 0)
 		return 1;
 	print_keys(path, "a new cluster key file", k);

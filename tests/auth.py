@@ -137,10 +137,13 @@ def tape_packet(seq, term, session="TAPE"):
         struct.pack(">H", len(event)) + event
 
 
-def mcast_sender():
-    """A UDP socket for the loopback's multicast groups, TTL 0."""
+def mcast_sender(src=None):
+    """A UDP socket for the loopback's multicast groups, TTL 0 (bound to
+    the address src when given: a sender of the test's choosing)."""
     import socket
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
     s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+    if src:
+        s.bind((src, 0))
     return s

@@ -80,13 +80,7 @@ def body(surface):
     if surface == "requests":
         return b"TAPE".ljust(10) + struct.pack(">QH", 1, 100)
     return b"TAPE".ljust(10) + struct.pack(">QH", 1, 1) + struct.pack(">H", 4) + b"\x08\x01\x10\x01"
-def sender(src):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
-    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
-    s.bind((src, 0))
-    return s
-stranger, member = sender("127.0.0.2"), sender("127.0.0.1")
+stranger, member = auth.mcast_sender("127.0.0.2"), auth.mcast_sender("127.0.0.1")
 for line in open(sys.argv[1]):
     surface, addr = line.split()
     host, port = addr.rsplit(":", 1)

@@ -34,16 +34,12 @@ tape=$(sed -n 's/^tape_group = //p' "$T/matcher-1.conf")
 [ -n "$tape" ] || tape=$(sed -n 's/^tape_group = //p' "$T/seq-1.conf")
 next=$(($(status_get matcher-1 seq) + 1))
 python3 - "$tape" "$next" <<'PY'
-import os, socket, struct, sys, time
+import os, sys
 import auth
 group, port = sys.argv[1].rsplit(":", 1)
-seq = int(sys.argv[2])
-pkt = auth.tape_packet(seq, (1 << 64) - 1)
+pkt = auth.tape_packet(int(sys.argv[2]), (1 << 64) - 1)
 pkt = auth.seal(pkt, os.environ["KEY"], os.environ["CLUSTER_NAME"], "tape")
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
-s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
-s.sendto(pkt, (group, int(port)))
+auth.mcast_sender().sendto(pkt, (group, int(port)))
 PY
 for m in matcher-1 matcher-2; do
 	f=0
