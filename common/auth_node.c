@@ -166,7 +166,7 @@ static struct source *source_slot(const struct sockaddr_in *from)
 		if (x->n < min->n)
 			min = x;
 	}
-	if (min->n) /* every slot taken: the busiest eight keep theirs */
+	if (min->n) /* every slot taken: the first eight keep theirs */
 		return NULL;
 	uint32_t a = ntohl(from->sin_addr.s_addr);
 
