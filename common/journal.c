@@ -175,6 +175,8 @@ int journal_data_sync(struct journal *j)
 	if (fdatasync(j->wfd) < 0)
 		return -errno;
 	j->unsynced = 0;
+	if (j->written > j->durable)
+		j->durable = j->written;
 	return 0;
 }
 
@@ -190,6 +192,7 @@ int journal_wbuf_write(struct journal *j)
 	j->wbase += j->wlen;
 	j->wlen = 0;
 	j->unsynced = 1;
+	j->written = j->want - 1;
 	return 0;
 }
 
@@ -261,6 +264,7 @@ static int seg_restart(struct journal *j, uint64_t first)
 		j->nsegs = 0;
 		journal_rfd_drop(j);
 	}
+	journal_durable_cut(j, 0);
 	return seg_create(j, first);
 }
 
@@ -316,6 +320,8 @@ int journal_flush(struct journal *j)
 	r = journal_wbuf_write(j);
 	if (r == 0 && j->opt.fsync == JOURNAL_FSYNC_BATCH)
 		r = journal_data_sync(j);
+	if (r == 0 && j->opt.fsync == JOURNAL_FSYNC_DISK)
+		r = journal_sync_start(j);
 	return r;
 }
 
@@ -323,6 +329,8 @@ int journal_tick(struct journal *j, uint64_t now_ms)
 {
 	int r;
 
+	if (!j->opt.read_only && j->opt.fsync == JOURNAL_FSYNC_DISK)
+		return journal_sync_start(j); /* a safety net: flushes start them */
 	if (j->opt.read_only || j->opt.fsync != JOURNAL_FSYNC_INTERVAL)
 		return 0;
 	if (now_ms < j->next_sync_ms)
@@ -376,6 +384,7 @@ int journal_truncate_after(struct journal *j, uint64_t seq)
 		s->n = (uint32_t)n;
 	}
 	j->want = s->first_seq + s->n;
+	journal_durable_cut(j, j->want - 1);
 	while (j->nruns && j->runs[j->nruns - 1].seq >= j->want)
 		j->nruns--;
 	journal_seg_name(name, s->first_seq);

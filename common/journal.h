@@ -24,7 +24,12 @@
 enum journal_fsync {
 	JOURNAL_FSYNC_NONE, /* leave it to the page cache */
 	JOURNAL_FSYNC_INTERVAL, /* journal_tick() syncs at most every interval_ms */
-	JOURNAL_FSYNC_BATCH, /* journal_flush() syncs every batch */
+	JOURNAL_FSYNC_BATCH, /* journal_flush() syncs every batch, inline */
+	/* journal_flush() writes the batch and starts a background fdatasync
+	 * (one in flight; the next starts when it ends, covering everything
+	 * written meanwhile); journal_durable_seq() says how far the syncs have
+	 * reached, and journal_sync_fd() becomes readable when one ends. */
+	JOURNAL_FSYNC_DISK,
 };
 
 struct journal_options {
@@ -70,6 +75,22 @@ int journal_flush(struct journal *j);
 /* Call from a timer: syncs under the INTERVAL policy when due. now_ms is any
  * monotonic clock. */
 int journal_tick(struct journal *j, uint64_t now_ms);
+
+/* JOURNAL_FSYNC_DISK: an eventfd that becomes readable when a background
+ * sync ends (watch it for reading, then call journal_poll); -1 in the other
+ * modes. */
+int journal_sync_fd(const struct journal *j);
+/* JOURNAL_FSYNC_DISK: takes the end of the background sync, if it ended,
+ * and starts the next when records were written since. Returns 1 when
+ * journal_durable_seq() moved, 0 when not, or the negative errno of a failed
+ * sync (the records it covered are not known to be on disk: fatal for a
+ * writer that promised them). A no-op returning 0 in the other modes. */
+int journal_poll(struct journal *j);
+/* The last seq known to be on disk under JOURNAL_FSYNC_DISK (what an open
+ * found is synced by the open: all of it is). In the other modes the last
+ * seq: their promise is only that the records are written (flushed) before
+ * anything that depends on them leaves, which the caller does. */
+uint64_t journal_durable_seq(const struct journal *j);
 
 uint64_t journal_first_seq(const struct journal *j); /* 0 when empty */
 uint64_t journal_last_seq(const struct journal *j); /* 0 when empty */

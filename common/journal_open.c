@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -340,12 +341,37 @@ static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
 	return cut_tail(j, names, count, i, &cut, rep);
 }
 
+/* Every segment and the directory to disk (an open under DISK). */
+static int journal_data_sync_all(struct journal *j)
+{
+	for (unsigned i = 0; i < j->nsegs; i++) {
+		char name[32];
+		int fd, r = 0;
+
+		journal_seg_name(name, j->segs[i].first_seq);
+		fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (fdatasync(fd) < 0)
+			r = -errno;
+		close(fd);
+		if (r < 0)
+			return r;
+	}
+	if (fsync(j->dfd) < 0)
+		return -errno;
+	j->durable = j->written;
+	return 0;
+}
+
 static void free_journal(struct journal *j)
 {
 	for (unsigned i = 0; i < j->nsegs; i++)
 		free(j->segs[i].off);
 	if (j->wfd >= 0)
 		close(j->wfd);
+	if (j->async.efd >= 0)
+		close(j->async.efd);
 	journal_rfd_drop(j);
 	if (j->dfd >= 0)
 		close(j->dfd);
@@ -378,7 +404,7 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		j->opt.segment_bytes = SEGMENT_LIMIT;
 	if (!j->opt.interval_ms)
 		j->opt.interval_ms = 100;
-	j->dfd = j->wfd = j->rfd = -1;
+	j->dfd = j->wfd = j->rfd = j->async.efd = -1;
 	j->want = 1;
 	if (j->opt.no_index && !j->opt.read_only) {
 		r = -EINVAL;
@@ -409,6 +435,16 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 			goto out_free;
 		}
 		j->wbase = tail(j)->size;
+		j->written = journal_last_seq(j);
+		/* What a crash left in the page cache is on disk from now on. */
+		if (j->opt.fsync == JOURNAL_FSYNC_DISK &&
+		    ((r = journal_data_sync_all(j)) < 0))
+			goto out_free;
+	}
+	if (!j->opt.read_only && j->opt.fsync == JOURNAL_FSYNC_DISK &&
+	    (j->async.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+		r = -errno;
+		goto out_free;
 	}
 	report->first_seq = journal_first_seq(j);
 	report->last_seq = journal_last_seq(j);

@@ -50,9 +50,11 @@ struct term_run {
 };
 
 /* A background fdatasync of the journal (journal_sync.c): in flight, and
- * the error of the last one (0: none), shared with the syncer thread. */
+ * the error of the last one (0: none), shared with the syncer thread, which
+ * signals efd (DISK; -1 otherwise) when one ends. */
 struct journal_async {
 	_Atomic int inflight, err;
+	int efd;
 };
 
 struct journal {
@@ -67,6 +69,9 @@ struct journal {
 	size_t wlen;
 	uint64_t wbase;
 	int unsynced; /* written since the last fdatasync */
+	uint64_t written; /* the last seq written out of the write buffer (0: none) */
+	uint64_t durable; /* DISK: the last seq a finished sync covered */
+	uint64_t sync_target; /* DISK: the last seq the sync in flight covers (0: none) */
 	uint64_t next_sync_ms; /* INTERVAL: journal_tick() syncs from then on */
 	struct journal_async async; /* INTERVAL: the syncer thread's sync */
 	int rfd; /* segment rseg read-only, for journal_read; -1 when none */
@@ -132,8 +137,16 @@ int journal_dir_sync(struct journal *j);
 int journal_sync_async(struct journal *j);
 /* Waits until no background sync of j is in flight (before closing it). */
 void journal_sync_wait(struct journal *j);
-/* fdatasync of the last segment when something was written since the last. */
+/* fdatasync of the last segment when something was written since the last
+ * (then everything written is durable: earlier segments were synced when
+ * they were closed). */
 int journal_data_sync(struct journal *j);
+/* DISK: starts a background sync of what was written when none is in
+ * flight and something is not yet durable (inline when the thread cannot
+ * take it; journal_sync_fd() is signalled either way). 0 or a negative errno. */
+int journal_sync_start(struct journal *j);
+/* After records after seq were removed: nothing after seq is durable. */
+void journal_durable_cut(struct journal *j, uint64_t seq);
 /* Writes the write buffer out (no sync). On failure the buffer is kept and a
  * later call writes it again at the same offset. */
 int journal_wbuf_write(struct journal *j);

@@ -55,6 +55,20 @@ uint64_t journal_last_seq(const struct journal *j)
 	return is_empty(j) ? 0 : j->want - 1;
 }
 
+uint64_t journal_durable_seq(const struct journal *j)
+{
+	uint64_t last = journal_last_seq(j);
+
+	if (j->opt.fsync != JOURNAL_FSYNC_DISK || j->opt.read_only)
+		return last;
+	return j->durable < last ? j->durable : last;
+}
+
+int journal_sync_fd(const struct journal *j)
+{
+	return j->async.efd;
+}
+
 uint64_t journal_next_seq(const struct journal *j)
 {
 	return j->want;

@@ -20,7 +20,10 @@
 #include "rx.h"
 #include "seq_private.h"
 
-static const char *const fsync_names[] = { "none", "interval", "batch", NULL };
+/* [sequencer] fsync, by what each promises (lockstep-sequencer(8)) */
+static const char *const fsync_names[] = { "disk", "majority-memory", "none", NULL };
+const enum journal_fsync seq_fsync_modes[] = { JOURNAL_FSYNC_DISK, JOURNAL_FSYNC_INTERVAL,
+					       JOURNAL_FSYNC_NONE };
 
 #define K(name, type, member, size, def, min, max, names, help) \
 	{ "sequencer", name, type, offsetof(struct seq_config, member), size, def, min, max, \
@@ -46,10 +49,13 @@ const struct config_key seq_config_keys[] = {
 	  "orders expire on an idle market (the matchers' only clock is the tape): an expiry "
 	  "is applied within time_event + heartbeat / 2 of its time; 100ms is the value meant "
 	  "(0s, the default for now: never)"),
-	K("fsync", CONFIG_ENUM, fsync, 0, "interval", 0, 0, fsync_names,
-	  "journal fsync policy: none, interval or batch (every received batch)"),
+	K("fsync", CONFIG_ENUM, fsync, 0, "disk", 0, 0, fsync_names,
+	  "what an event survives before it is acknowledged and multicast: disk (on the disks of "
+	  "a majority: a power cut of every member), majority-memory (written on a majority, "
+	  "synced every fsync_interval: a power cut of a minority), none (a lab: written, never "
+	  "synced; refused in a group)"),
 	K("fsync_interval", CONFIG_DURATION, fsync_interval_ns, 0, "100ms", 1e6, 60e9, NULL,
-	  "fsync period under fsync=interval"),
+	  "fsync period under fsync = majority-memory"),
 	K("segment_size", CONFIG_SIZE, segment_size, 0, "64M", 1 << 16, 1ull << 40, NULL,
 	  "roll the journal to a new segment past this size"),
 	K("rcvbuf", CONFIG_SIZE, rcvbuf, 0, "8M", 0, 1 << 30, NULL,
@@ -110,7 +116,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(malformed_packets), COUNTER(oversize_commands), COUNTER(gateways_full),
 	COUNTER(commands_not_member),
 	COUNTER(heartbeats_received), COUNTER(tape_packets_sent), COUNTER(tape_heartbeats_sent),
-	COUNTER(time_events),
+	COUNTER(time_events), COUNTER(journal_syncs), GAUGE(journal_durable),
 	COUNTER(tape_send_errors), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), GAUGE(journal_bytes),
 	GAUGE(gateways), COUNTER(rxq_dropped), COUNTER(commands_held), COUNTER(commands_overflow),
@@ -286,6 +292,7 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 
 	*out = s->st;
 	out->journal_bytes = s->journal ? journal_bytes(s->journal) : 0;
+	out->journal_durable = s->journal ? journal_durable_seq(s->journal) : 0;
 	out->gateways = s->n_gw;
 	out->duplicates = out->gaps = out->gap_requests_sent = 0;
 	for (unsigned i = 0; i < s->n_gw; i++) {

@@ -36,12 +36,11 @@ void seq_group_send(struct sequencer *s)
 {
 	int r;
 
-	if (s->rq_n == 0)
-		return;
-	r = seq_tape_sync(s);
-	if (r < 0) {
+	r = seq_tape_sync(s); /* and under fsync = disk, the sync starts */
+	if (r < 0 || s->rq_n == 0) {
 		s->rq_n = 0; /* nothing leaves that the journal does not hold */
-		seq_fail(s, "journal", r);
+		if (r < 0)
+			seq_fail(s, "journal", r);
 		return;
 	}
 	auth_node_seal_batch(AUTH_RAFT, &s->rq, s->rq_n, AUTH_RAW);
@@ -131,6 +130,11 @@ static void io_send(void *ctx, const struct raft_msg *m)
 static uint64_t io_last_seq(void *ctx)
 {
 	return journal_last_seq(((struct sequencer *)ctx)->journal);
+}
+
+static uint64_t io_durable_seq(void *ctx)
+{
+	return journal_durable_seq(((struct sequencer *)ctx)->journal);
 }
 
 static uint64_t io_term_at(void *ctx, uint64_t seq)
@@ -509,12 +513,21 @@ int seq_group_check(struct sequencer *s)
 		log_err("election_max is shorter than election_min");
 		return -EINVAL;
 	}
-	if (n > 1 && c->fsync == JOURNAL_FSYNC_NONE) {
-		log_err("fsync = none in a group of %d: a vote or an acknowledgement could be "
-			"forgotten by a crash; use interval or batch",
+	if (n > 1 && seq_fsync_modes[c->fsync] == JOURNAL_FSYNC_NONE) {
+		log_err("fsync = none in a group of %d: an acknowledged event could be lost by a "
+			"crash of a majority; use disk or majority-memory",
 			n);
 		return -EINVAL;
 	}
+	if (n <= 1 && seq_fsync_modes[c->fsync] == JOURNAL_FSYNC_INTERVAL) {
+		log_err("fsync = majority-memory on a single sequencer: its memory is the "
+			"majority, and a power cut loses what it acknowledged; use disk (or none, "
+			"for a lab)");
+		return -EINVAL;
+	}
+	if (n <= 1 && seq_fsync_modes[c->fsync] == JOURNAL_FSYNC_NONE)
+		log_warn("fsync = none: the journal is never synced; a power cut loses what was "
+			 "acknowledged (a lab only)");
 	if (n > 1 && c->max_datagram < 512) {
 		log_err("max_datagram %llu: a group needs at least 512 (the raft header "
 			"rides on each tape datagram)",
@@ -544,6 +557,7 @@ int seq_group_open(struct sequencer *s)
 	struct raft_io io = {
 		.ctx = s,
 		.last_seq = io_last_seq,
+		.durable_seq = io_durable_seq,
 		.term_at = io_term_at,
 		.append = io_append,
 		.append_term_start = io_append_term_start,
@@ -588,8 +602,35 @@ int seq_group_open(struct sequencer *s)
 }
 
 
+/* fsync = disk: a background sync of the journal ended. What a majority
+ * now holds on disk is committed (and multicast), or a standby ACKs it. */
+static void on_sync_done(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sequencer *s = container_of(w, struct sequencer, sync_io);
+	int r = journal_poll(s->journal);
+
+	(void)loop;
+	(void)revents;
+	if (r < 0) {
+		seq_fail(s, "journal fsync", r);
+		return;
+	}
+	s->st.journal_syncs += (unsigned)r;
+	if (r > 0 && (r = raft_durable(s->raft, mono_ns())) < 0) {
+		seq_fail(s, "raft", r);
+		return;
+	}
+	seq_group_send(s);
+}
+
 void seq_group_start(struct sequencer *s)
 {
+	int fd = journal_sync_fd(s->journal);
+
+	if (fd >= 0) {
+		ev_io_init(&s->sync_io, on_sync_done, fd, EV_READ);
+		ev_io_start(s->loop, &s->sync_io);
+	}
 	ev_init(&s->raft_timer, on_raft_timer);
 	if (s->raft_fd >= 0) {
 		ev_io_init(&s->raft_io, on_raft_readable, s->raft_fd, EV_READ);

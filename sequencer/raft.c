@@ -23,6 +23,7 @@ struct raft {
 	uint64_t primary_seen; /* last APPEND/HEARTBEAT of the current primary */
 	uint64_t verified; /* entries up to here match the primary's log */
 	uint64_t primary_last; /* highest seq the primary is known to have sent */
+	uint64_t acked; /* seq of the last ACK sent */
 	uint64_t want; /* first entry to ask for (0: nothing) */
 	uint64_t req_at; /* when the outstanding REQUEST for `want` went */
 	uint64_t req_end; /* its answer ends before this entry (at most max_entries) */
@@ -87,6 +88,18 @@ static uint64_t last_seq(const struct raft *r)
 static uint64_t term_at(const struct raft *r, uint64_t seq)
 {
 	return seq ? r->io.term_at(r->io.ctx, seq) : 0;
+}
+
+/* The last entry this node holds on disk: io.durable_seq, or (without it)
+ * the whole journal. */
+static uint64_t durable(const struct raft *r)
+{
+	uint64_t last = last_seq(r), d;
+
+	if (!r->io.durable_seq || (r->cfg.bugs & RAFT_BUG_COUNT_VOLATILE))
+		return last;
+	d = r->io.durable_seq(r->io.ctx);
+	return d < last ? d : last;
 }
 
 static uint64_t election_timeout(struct raft *r)
@@ -190,7 +203,7 @@ static int advance_commit(struct raft *r)
 	int k = r->cfg.n_nodes;
 
 	for (int i = 0; i < k; i++)
-		v[i] = i == r->cfg.id ? last_seq(r) : r->match[i];
+		v[i] = i == r->cfg.id ? durable(r) : r->match[i];
 	for (int i = 1; i < k; i++) /* insertion sort, descending; k <= 9 */
 		for (int j = i; j > 0 && v[j] > v[j - 1]; j--) {
 			uint64_t t = v[j];
@@ -560,15 +573,25 @@ static void set_want(struct raft *r, uint64_t want)
 	r->want = want;
 }
 
+/* What an ACK can promise: entries that match the primary's log and are on
+ * this node's disk. */
+static uint64_t ack_seq(const struct raft *r)
+{
+	uint64_t d = durable(r);
+
+	return r->verified < d ? r->verified : d;
+}
+
 static void send_ack(struct raft *r, int to)
 {
 	struct raft_msg m = {
 		.type = RAFT_MSG_ACK,
 		.to = to,
-		.seq = r->verified,
-		.seq_term = term_at(r, r->verified),
+		.seq = ack_seq(r),
 	};
 
+	m.seq_term = term_at(r, m.seq);
+	r->acked = m.seq;
 	emit(r, &m);
 }
 
@@ -749,6 +772,19 @@ int raft_receive(struct raft *r, const struct raft_msg *m, uint64_t now)
 	default:
 		return 0;
 	}
+}
+
+int raft_durable(struct raft *r, uint64_t now)
+{
+	if (r->role == RAFT_PRIMARY) {
+		/* announce a new commit at once when no APPEND is about to carry it */
+		if (advance_commit(r) && r->sent_upto == last_seq(r))
+			send_heartbeat(r, now);
+		return 0;
+	}
+	if (r->role == RAFT_STANDBY && r->primary != RAFT_NOBODY && ack_seq(r) > r->acked)
+		send_ack(r, r->primary);
+	return 0;
 }
 
 int raft_tick(struct raft *r, uint64_t now)

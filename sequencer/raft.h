@@ -41,10 +41,15 @@
  * election timeout is abandoned and the primary proposes again.
  *
  * The durability contract: before acting on the outputs of a call (sending
- * its messages, publishing what it applied), the caller makes durable what
- * that call wrote (appends, truncations, the saved term and vote): one
- * journal flush per call, as the daemon's batch loop already does. Outputs
- * are handed out in the order they must be sent.
+ * its messages, publishing what it applied), the caller writes what that
+ * call wrote (appends, truncations) to its journal and makes the saved term
+ * and vote durable: one journal flush per call, as the daemon's batch loop
+ * already does. Entries need not be on disk by then: with io.durable_seq a
+ * node counts for a commit (its own vote as primary, its ACK as standby)
+ * only the entries that callback says are on disk, and the caller calls
+ * raft_durable when it moves (a background sync ended). Without it every
+ * entry counts once written, and the caller must sync at each flush.
+ * Outputs are handed out in the order they must be sent.
  *
  * Mapping to lockstep's wire: an APPEND is a tape datagram (its Events carry
  * term, seq and the commit); a HEARTBEAT is the tape heartbeat (plus term,
@@ -131,6 +136,8 @@ struct raft_io {
 	int (*append_term_start)(void *ctx, uint64_t seq, uint64_t term);
 	/* Removes every entry after seq (never a committed one). */
 	int (*truncate_after)(void *ctx, uint64_t seq);
+	/* Optional: the last seq on disk (at most last_seq). NULL: all of it. */
+	uint64_t (*durable_seq)(void *ctx);
 	/* Persists the current term and vote (RAFT_NOBODY: none). */
 	int (*save_state)(void *ctx, uint64_t term, int voted_for);
 
@@ -150,6 +157,7 @@ struct raft_io {
 #define RAFT_BUG_VOTE_ANY_LOG 1u /* grant (pre-)votes without the up-to-date check */
 #define RAFT_BUG_COMMIT_OLD_TERM 2u /* count replicas of older terms' entries */
 #define RAFT_BUG_FORGET_VOTE 4u /* never persist the vote */
+#define RAFT_BUG_COUNT_VOLATILE 8u /* count entries not yet on disk (ignore durable_seq) */
 
 struct raft_config {
 	int id; /* this node, 0..n_nodes-1 */
@@ -211,6 +219,10 @@ struct raft;
 int raft_open(struct raft **out, const struct raft_config *cfg, const struct raft_io *io,
 	      uint64_t now);
 void raft_close(struct raft *r); /* accepts NULL */
+
+/* io.durable_seq moved: a primary commits what a majority now holds on
+ * disk, a standby ACKs its primary. */
+int raft_durable(struct raft *r, uint64_t now);
 
 /* Timeouts. Call at raft_deadline() at the latest (earlier is harmless). */
 int raft_tick(struct raft *r, uint64_t now);

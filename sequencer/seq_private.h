@@ -21,6 +21,7 @@
 #include "addrlist.h"
 #include "auth_node.h"
 #include "iopath.h"
+#include "journal.h"
 #include "log.h"
 #include "moldudp64.h"
 #include "net.h"
@@ -53,6 +54,8 @@ enum seq_state {
 	SEQ_STATE_MAX
 };
 extern const char *const seq_state_names[SEQ_STATE_MAX];
+/* [sequencer] fsync's values (control.c), as journal policies */
+extern const enum journal_fsync seq_fsync_modes[];
 
 /* The tape's flow control (flow.c): the receivers' status, the limit. */
 #define SEQ_FLOW_RECEIVERS 256 /* 16 partitions x 16 replicas */
@@ -127,6 +130,7 @@ struct sequencer {
 	int n_gw_hosts; /* 0: any */
 	int raft_fd;
 	ev_io raft_io;
+	ev_io sync_io; /* fsync = disk: the journal's background sync ended */
 	ev_timer raft_timer;
 	struct net_batch raft_in; /* raft datagrams received */
 	struct net_batch rq; /* raft datagrams to send, after the journal is flushed */

@@ -47,9 +47,11 @@ void seq_fail(struct sequencer *s, const char *what, int err)
 	ev_break(s->loop, EVBREAK_ALL);
 }
 
-/* Durable before visible: every raft output and every tape datagram leaves
- * only after what the journal was given is written (and synced, under
- * fsync=batch). A no-op when nothing was appended since. */
+/* Written before anything leaves: every raft output and every tape
+ * datagram leaves only after what the journal was given is written (under
+ * fsync = disk a background sync starts, and events are committed, hence
+ * multicast, only once on the disks of a majority: raft's durable_seq). A
+ * no-op when nothing was appended since. */
 int seq_tape_sync(struct sequencer *s)
 {
 	int r;
@@ -140,10 +142,11 @@ int seq_tape_flush(struct sequencer *s)
 		return 0;
 	if ((r = seq_tape_sync(s)) < 0 || (r = raft_flush(s->raft, s->now_ns)) < 0)
 		return r;
-	/* A group of one: seq_tape_publish() sent them. A group: raft's send()
-	 * (group.c) copied them to the standbys; they wait in `pend` for their
+	/* A group of one with its journal written: seq_tape_publish() sent
+	 * them. A group: raft's send() (group.c) copied them to the standbys.
+	 * Under fsync = disk, or in a group, they wait in `pend` for their
 	 * commit. */
-	for (unsigned k = 0; k < s->out_n && s->n_peers > 1; k++)
+	for (unsigned k = 0; k < s->out_n; k++)
 		pend_push(s, net_batch_slot(&s->out, k), s->out.lens[k]);
 	s->out_n = 0;
 	seq_group_send(s);
@@ -382,7 +385,7 @@ static int open_journal(struct sequencer *s)
 {
 	struct journal_options jo = {
 		.segment_bytes = s->cfg.segment_size,
-		.fsync = (enum journal_fsync)s->cfg.fsync,
+		.fsync = seq_fsync_modes[s->cfg.fsync],
 		.interval_ms = (uint32_t)(s->cfg.fsync_interval_ns / 1000000u),
 	};
 	struct journal_report rep;
@@ -474,18 +477,22 @@ static int open_batches(struct sequencer *s)
 		log_err("out of memory for the datagram batches");
 		return -ENOMEM;
 	}
+	/* datagrams waiting for their commit (a group's, or the disk's) */
+	s->pend_first = calloc(out_n * 4, sizeof(*s->pend_first));
+	s->pend_last = calloc(out_n * 4, sizeof(*s->pend_last));
+	s->pend_t = calloc(out_n * 4, sizeof(*s->pend_t));
+	if (!s->pend_first || !s->pend_last || !s->pend_t ||
+	    net_batch_init(&s->pend, out_n * 4, dg) < 0) {
+		log_err("out of memory for the datagram batches");
+		return -ENOMEM;
+	}
 	if (s->n_peers > 1) {
 		/* every datagram of a full batch to every standby, and the rest */
 		unsigned rq_n = (out_n + 64) * (unsigned)(s->n_peers - 1);
 
 		s->max_entries = (unsigned)(dg / 4);
 		s->entries = calloc(s->max_entries, sizeof(*s->entries));
-		s->pend_first = calloc(out_n * 4, sizeof(*s->pend_first));
-		s->pend_last = calloc(out_n * 4, sizeof(*s->pend_last));
-		s->pend_t = calloc(out_n * 4, sizeof(*s->pend_t));
-		if (!s->entries || !s->pend_first || !s->pend_last || !s->pend_t ||
-		    net_batch_init(&s->pend, out_n * 4, dg) < 0 ||
-		    net_batch_init(&s->raft_in, SEQ_RAFT_SLOTS, dg) < 0 ||
+		if (!s->entries || net_batch_init(&s->raft_in, SEQ_RAFT_SLOTS, dg) < 0 ||
 		    net_batch_init(&s->rq, rq_n, dg) < 0) {
 			log_err("out of memory for the group's datagram batches");
 			return -ENOMEM;
@@ -534,6 +541,7 @@ static void start_watchers(struct sequencer *s)
 static void stop_watchers(struct sequencer *s)
 {
 	ev_io_stop(s->loop, &s->raft_io);
+	ev_io_stop(s->loop, &s->sync_io);
 	ev_timer_stop(s->loop, &s->raft_timer);
 	ev_io_stop(s->loop, &s->cmd_io);
 	ev_io_stop(s->loop, &s->req_io);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -677,6 +678,69 @@ START_TEST(interval_sync_in_background)
 	j = jopen_opt(&o, NULL);
 	ck_assert_uint_eq(journal_last_seq(j), 600);
 	verify_range(j, 1, 600);
+	journal_close(j);
+}
+END_TEST
+
+/* Waits (bounded) for the DISK journal's background sync to end; polls it. */
+static void disk_wait(struct journal *j)
+{
+	struct pollfd p = { .fd = journal_sync_fd(j), .events = POLLIN };
+
+	ck_assert_int_ge(p.fd, 0);
+	ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	ck_assert_int_ge(journal_poll(j), 0);
+}
+
+/* DISK: a flush starts a background sync and nothing counts as durable
+ * until it has ended (journal_poll after the eventfd); batches written while
+ * one is in flight are covered by the next; a cut tail stops counting at
+ * once, the sync in flight included; a reopen syncs what it found. */
+START_TEST(disk_durable_after_background_sync)
+{
+	struct journal_options o = { .segment_bytes = 4000, .fsync = JOURNAL_FSYNC_DISK };
+	struct journal *j = jopen_opt(&o, NULL);
+	int moved = 0;
+
+	ck_assert_int_ge(journal_sync_fd(j), 0);
+	append_range(j, 1, 20);
+	ck_assert_uint_eq(journal_durable_seq(j), 0); /* buffered */
+	ck_assert_int_eq(journal_flush(j), 0);
+	append_range(j, 21, 40);
+	ck_assert_int_eq(journal_flush(j), 0); /* written; the first sync may still run */
+	ck_assert_uint_le(journal_durable_seq(j), 20);
+	for (int k = 0; k < 10 && journal_durable_seq(j) < 40; k++)
+		disk_wait(j), moved++;
+	ck_assert_uint_eq(journal_durable_seq(j), 40);
+	ck_assert_int_ge(moved, 1);
+	/* many batches, rolling segments, and a cut with a sync in flight */
+	for (uint64_t s = 41; s <= 400; s += 20) {
+		append_range(j, s, s + 19);
+		ck_assert_int_eq(journal_flush(j), 0);
+		ck_assert_uint_le(journal_durable_seq(j), s + 19);
+		if (s == 301) {
+			ck_assert_int_eq(journal_truncate_after(j, 250), 0);
+			ck_assert_uint_le(journal_durable_seq(j), 250);
+			append_range(j, 251, 320);
+			ck_assert_int_eq(journal_flush(j), 0);
+			s = 301;
+		}
+	}
+	for (int k = 0; k < 50 && journal_durable_seq(j) < 400; k++)
+		disk_wait(j);
+	ck_assert_uint_eq(journal_durable_seq(j), 400);
+	journal_close(j);
+	j = jopen_opt(&o, NULL);
+	ck_assert_uint_eq(journal_durable_seq(j), 400);
+	verify_range(j, 1, 400);
+	/* the other modes promise what is written: durable_seq is the last */
+	journal_close(j);
+	o.fsync = JOURNAL_FSYNC_INTERVAL;
+	j = jopen_opt(&o, NULL);
+	ck_assert_int_eq(journal_sync_fd(j), -1);
+	append_range(j, 401, 410);
+	ck_assert_uint_eq(journal_durable_seq(j), 410);
+	ck_assert_int_eq(journal_poll(j), 0);
 	journal_close(j);
 }
 END_TEST
@@ -1638,6 +1702,7 @@ int main(void)
 	tcase_add_test(io, term_at);
 	tcase_add_test(io, fsync_policies);
 	tcase_add_test(io, interval_sync_in_background);
+	tcase_add_test(io, disk_durable_after_background_sync);
 	tcase_add_test(io, large_records_across_scan_chunks);
 	tcase_add_test(io, corruption_after_open_is_eio);
 	tcase_add_test(io, iter_from_first_middle_last);

@@ -9,12 +9,15 @@
  * of the new term committed) is measured for 150-300 ms election timeouts and
  * a 1 ms network.
  *
- * What is modelled of the disk: every write a step makes (append, truncate,
- * term and vote) is durable before any message of that step is delivered
- * (the fsync-per-batch policy; raft.h's durability contract). A crash loses
- * the volatile state (the raft instance, the commit and apply positions),
- * never a journal record or the saved vote. Torn tails of an fsync-none
- * journal are not modelled: losing an acknowledged record can break Raft.
+ * What is modelled of the disk: the term and vote are durable before any
+ * message of the step that saved them is delivered. Journal records, in half
+ * the schedules, too (a sync per batch); in the other half they reach the
+ * disk by a background sync that takes up to sync_delay, raft learns it
+ * through durable_seq and raft_durable (fsync = disk), and a crash is a
+ * power cut: the node loses every record not yet synced. Either way a crash
+ * loses the volatile state (the raft instance, the commit and apply
+ * positions). The checker counts a committed entry as held by a node only
+ * once it is on that node's disk.
  *
  * Environment: RAFT_SIM_SEEDS=N runs N chaos schedules (and N/4 hostile
  * ones) from seed RAFT_SIM_FIRST (default 1); RAFT_SIM_SEED=S replays one
@@ -105,6 +108,9 @@ struct node {
 	uint64_t crash_at; /* a targeted crash (0: none) */
 	uint64_t rng;
 	uint64_t checked_commit; /* commit already compared with the global one */
+	/* with sync_delay: the log up to durable is on disk; a sync of the log
+	 * up to sync_target ends at sync_at (0: none in flight) */
+	uint64_t durable, sync_target, sync_at;
 };
 
 struct msg {
@@ -131,6 +137,7 @@ struct params {
 	uint64_t heal_limit; /* progress expected within this after healing (set by heal) */
 	uint64_t failover_at; /* failover mode: crash the primary then, measure */
 	uint64_t transfer_mean; /* hand-overs asked of a primary (0: none) */
+	uint64_t sync_delay; /* a background sync takes up to this (0: records durable at once) */
 };
 
 struct committed {
@@ -290,6 +297,19 @@ static uint64_t st_term_at(void *ctx, uint64_t seq)
 	return seq >= 1 && seq <= n->len ? n->log[seq - 1].term : 0;
 }
 
+static uint64_t st_durable_seq(void *ctx)
+{
+	struct node *n = ctx;
+
+	return n->sim->p.sync_delay ? n->durable : n->len;
+}
+
+/* Entry seq is on node n's disk (what the checker counts as held). */
+static int on_disk(const struct sim *s, const struct node *n, uint64_t seq)
+{
+	return n->len >= seq && (!s->p.sync_delay || n->durable >= seq);
+}
+
 static int push(struct node *n, uint64_t seq, uint64_t term, uint64_t id)
 {
 	struct sim *s = n->sim;
@@ -341,6 +361,10 @@ static int st_truncate_after(void *ctx, uint64_t seq)
 	if (!s->dirty_from || seq + 1 < s->dirty_from)
 		s->dirty_from = seq + 1;
 	n->len = seq;
+	if (n->durable > seq)
+		n->durable = seq;
+	if (n->sync_target > seq)
+		n->sync_target = seq; /* the sync in flight covers no more than that */
 	return 0;
 }
 
@@ -550,6 +574,7 @@ static uint64_t cb_random(void *ctx)
 
 static const struct raft_io sim_io = {
 	.last_seq = st_last_seq,
+	.durable_seq = st_durable_seq,
 	.term_at = st_term_at,
 	.append = st_append,
 	.append_term_start = st_append_term_start,
@@ -570,7 +595,7 @@ static void check_majority(struct sim *s, uint64_t q)
 	for (int i = 0; i < s->p.n; i++) {
 		const struct node *n = &s->nodes[i];
 
-		if (n->len >= q && n->log[q - 1].term == s->com[q - 1].term)
+		if (on_disk(s, n, q) && n->log[q - 1].term == s->com[q - 1].term)
 			k++;
 	}
 	if (k < majority_of(s))
@@ -659,6 +684,7 @@ static void node_open(struct sim *s, int i)
 	n->applied = n->kept_applied;
 	n->checked_commit = n->kept_applied;
 	n->down_until = 0;
+	n->durable = n->len; /* the journal's open syncs what it finds */
 	need(raft_open(&n->r, &cfg, &io, s->now) == 0);
 	trace(s,
 	      "node %d starts (term %" PRIu64 ", voted %d, log %" PRIu64 ", applied %" PRIu64 ")",
@@ -682,6 +708,16 @@ static void node_crash(struct sim *s, int i, uint64_t down)
 	      raft_role_name(raft_role(n->r)), raft_term(n->r), (double)down / MS);
 	/* half the time the "sequencer" remembers what it applied */
 	n->kept_applied = splitmix(&s->rng) & 1 ? n->applied : 0;
+	if (s->p.sync_delay && n->len > n->durable) { /* a power cut */
+		trace(s, "node %d loses its log after %" PRIu64 " (not on disk; had %" PRIu64 ")",
+		      i, n->durable, n->len);
+		if (!s->dirty_from || n->durable + 1 < s->dirty_from)
+			s->dirty_from = n->durable + 1;
+		n->len = n->durable;
+	}
+	if (n->kept_applied > n->len)
+		n->kept_applied = 0; /* applied before its own copy was on disk */
+	n->sync_at = n->sync_target = 0;
 	count_handovers(s, n);
 	raft_close(n->r);
 	n->r = NULL;
@@ -946,8 +982,36 @@ enum {
 	EV_CLIENT,
 	EV_HEAL,
 	EV_FAILOVER,
-	EV_TRANSFER
+	EV_TRANSFER,
+	EV_SYNC
 };
+
+/* sync_delay: every node with records not on disk and no sync in flight
+ * starts one, for its whole log, ending within sync_delay. */
+static void start_syncs(struct sim *s)
+{
+	for (int i = 0; i < s->p.n && s->p.sync_delay; i++) {
+		struct node *n = &s->nodes[i];
+
+		if (n->r && !n->sync_at && n->len > n->durable) {
+			n->sync_target = n->len;
+			n->sync_at = s->now + between(&s->rng, 1, s->p.sync_delay);
+		}
+	}
+}
+
+static void sync_done(struct sim *s, int i)
+{
+	struct node *n = &s->nodes[i];
+	int e;
+
+	if (n->sync_target > n->durable)
+		n->durable = n->sync_target;
+	n->sync_at = n->sync_target = 0;
+	trace(s, "node %d has its log up to %" PRIu64 " on disk", i, n->durable);
+	if ((e = raft_durable(n->r, s->now)) < 0)
+		violation(s, "node %d durable: %d", i, e);
+}
 
 static void sim_run(struct sim *s)
 {
@@ -977,6 +1041,11 @@ static void sim_run(struct sim *s)
 			if (n->r && n->crash_at && n->crash_at < t) {
 				t = n->crash_at;
 				what = EV_NODE_CRASH;
+				who = i;
+			}
+			if (n->r && n->sync_at && n->sync_at < t) {
+				t = n->sync_at;
+				what = EV_SYNC;
 				who = i;
 			}
 		}
@@ -1040,6 +1109,9 @@ static void sim_run(struct sim *s)
 		case EV_TRANSFER:
 			transfer(s);
 			break;
+		case EV_SYNC:
+			sync_done(s, who);
+			break;
 		case EV_FAILOVER: {
 			int p = find_primary(s);
 
@@ -1057,6 +1129,7 @@ static void sim_run(struct sim *s)
 			violation(s, "nothing left to do at %.3f ms", (double)s->now / MS);
 			break;
 		}
+		start_syncs(s);
 		check_step(s);
 		if (s->healed && progressed(s))
 			s->done = 1;
@@ -1140,6 +1213,12 @@ static void chaos_params(struct params *p, uint64_t seed)
 
 		p->transfer_mean = pick(&g, tr, 4);
 	}
+	{
+		/* its own draws: the schedules of before stay as they were */
+		uint64_t d = seed ^ 0xd15cd15cull;
+
+		p->sync_delay = splitmix(&d) & 1 ? between(&d, u / 20, 2 * u) : 0;
+	}
 }
 
 /* The schedules the deliberate bugs are hunted with: elections in a storm,
@@ -1214,13 +1293,13 @@ static void describe(uint64_t seed, unsigned bugs)
 	hostile_params(&p, seed, bugs);
 	printf("  n=%d heartbeat=%.1fms election=%.1f-%.1fms prevote=%s check_quorum=%s loss=%.3f "
 	       "dup=%.3f max_entries=%u delay=%.2fms jitter=%.2fms crashes=%s partitions=%s "
-	       "targeted=%.1f%%/%.1f%% hand-overs=%s chaos=%.0fms\n",
+	       "targeted=%.1f%%/%.1f%% hand-overs=%s sync=%.2fms chaos=%.0fms\n",
 	       p.n, (double)p.hb / MS, (double)p.emin / MS, (double)p.emax / MS,
 	       p.no_prevote ? "no" : "yes", p.no_cq ? "no" : "yes", p.loss, p.dup, p.max_entries,
 	       (double)p.delay / MS, (double)p.jitter / MS, p.crash_mean ? "yes" : "no",
 	       p.part_mean ? "yes" : "no", (double)p.crash_primary_pm / 10,
 	       (double)p.crash_voter_pm / 10, p.transfer_mean ? "yes" : "no",
-	       (double)p.chaos / MS);
+	       (double)p.sync_delay / MS, (double)p.chaos / MS);
 }
 
 static const char *prog = "tests/test_raft";
@@ -1965,6 +2044,7 @@ static const struct {
 	{ RAFT_BUG_VOTE_ANY_LOG, "votes without the up-to-date check", 3000 },
 	{ RAFT_BUG_COMMIT_OLD_TERM, "commits older terms' entries by counting", 10000 },
 	{ RAFT_BUG_FORGET_VOTE, "forgets its vote across a crash", 10000 },
+	{ RAFT_BUG_COUNT_VOLATILE, "counts entries not yet on disk", 3000 },
 };
 
 START_TEST(sim_catches_a_deliberate_bug)

@@ -124,7 +124,7 @@ static void fill_config(struct seq_config *c, const char *dir, const char *group
 	snprintf(c->tape_session, sizeof(c->tape_session), "TAPE");
 	c->tape_ttl = 1;
 	c->heartbeat_ns = 50000000u;
-	c->fsync = 0;
+	c->fsync = 0; /* disk */
 	c->fsync_interval_ns = 100000000u;
 	c->segment_size = 65536;
 	c->rcvbuf = 4u << 20;
@@ -935,13 +935,18 @@ START_TEST(group_config_checked)
 
 	harness_stop(NULL); /* the fixture's, started before this test's config */
 	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301,127.0.0.1:9302,127.0.0.1:9303");
-	c.fsync = 0; /* none */
+	c.fsync = 2; /* none: a crash of a majority would lose acknowledged events */
 	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
+	c.fsync = 0;
 	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301,bad");
 	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
 	snprintf(c.peers, sizeof(c.peers), "127.0.0.1:9301");
 	c.node_id = 1;
 	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
+	c.node_id = 0;
+	c.fsync = 1; /* majority-memory, where the majority is one machine's memory */
+	ck_assert_int_eq(seq_open(&s, loop, &c), -EINVAL);
+	c.fsync = 0;
 	ev_loop_destroy(loop);
 	H.cfg.node_id = 0;
 	snprintf(H.cfg.peers, sizeof(H.cfg.peers), "127.0.0.1:9301");

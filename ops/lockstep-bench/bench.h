@@ -49,6 +49,7 @@ struct bench_options {
 	uint64_t events, resting;
 	unsigned batch, streams, datagram;
 	int auth_off; /* --auth off: the sequencer component untagged */
+	char fsync[16]; /* --fsync: the sequencer component's [sequencer] fsync ("": disk) */
 };
 extern struct bench_options opt;
 

@@ -126,8 +126,8 @@ static int seqb_config(struct seqb *b, struct seq_config *cfg)
 		 "[node]\nname = bench-seq\nstate_dir = %s\nlog_level = warning\n"
 		 "[sequencer]\nlisten = 127.0.0.1:0\nretrans = 127.0.0.1:0\n"
 		 "tape_group = 239.255.77.1:%d\ntape_iface = 127.0.0.1\nmax_datagram = %u\n"
-		 "rcvbuf = 32M\nsndbuf = 8M\n",
-		 b->dir, port, opt.datagram);
+		 "rcvbuf = 32M\nsndbuf = 8M\nfsync = %s\n",
+		 b->dir, port, opt.datagram, opt.fsync[0] ? opt.fsync : "disk");
 	if (config_load_buffer(&spec, cfg, "bench", text, strlen(text), NULL, 0, err, sizeof(err)) <
 	    0) {
 		fprintf(stderr, PROG ": sequencer config: %s\n", err);

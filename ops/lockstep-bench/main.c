@@ -108,7 +108,8 @@ static void usage(FILE *f)
 	      "                           --datagram BYTES (default: as many as fit in 1472)\n"
 	      "                           for --duration S (default 3); every datagram tagged\n"
 	      "                           under a key of its own as a cluster's, or untagged\n"
-	      "                           with --auth off\n"
+	      "                           with --auth off; journalled under fsync = disk, or\n"
+	      "                           --fsync none\n"
 	      "  all                      the three\n"
 	      "\n"
 	      "  -h, --help               this text\n"
@@ -121,7 +122,7 @@ static void usage(FILE *f)
 enum {
 	O_MAX = 256, O_DURATION, O_WARMUP, O_MIX, O_DEPTH, O_CLUSTER, O_PIDS, O_BASELINE, O_SPIN,
 	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
-	O_ECHO, O_AUTH,
+	O_ECHO, O_AUTH, O_FSYNC,
 };
 
 /* Parses the options into opt and m: -1 to go on, else the exit status. */
@@ -148,6 +149,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		{ "streams", required_argument, NULL, O_STREAMS },
 		{ "datagram", required_argument, NULL, O_DATAGRAM },
 		{ "auth", required_argument, NULL, O_AUTH },
+		{ "fsync", required_argument, NULL, O_FSYNC },
 		{ "relay", required_argument, NULL, O_RELAY }, { "to", required_argument, NULL, O_TO },
 		{ "echo", required_argument, NULL, O_ECHO },
 		{ NULL, 0, NULL, 0 },
@@ -199,6 +201,13 @@ static int parse_options(int argc, char **argv, struct modes *m)
 				return 2;
 			}
 			opt.auth_off = strcmp(optarg, "off") == 0;
+			break;
+		case O_FSYNC:
+			if (strcmp(optarg, "disk") && strcmp(optarg, "none")) {
+				fprintf(stderr, PROG ": --fsync: disk or none (one sequencer)\n");
+				return 2;
+			}
+			snprintf(opt.fsync, sizeof(opt.fsync), "%s", optarg);
 			break;
 		case O_RELAY: m->relay = optarg; break;
 		case O_TO: m->to = optarg; break;
