@@ -91,6 +91,12 @@ int journal_poll(struct journal *j);
  * seq: their promise is only that the records are written (flushed) before
  * anything that depends on them leaves, which the caller does. */
 uint64_t journal_durable_seq(const struct journal *j);
+/* JOURNAL_FSYNC_DISK: blocks until the records up to seq, written already
+ * (journal_flush), are on disk: for a writer that cannot go on otherwise
+ * (its output buffer is full of records waiting for the sync). 0, -EINVAL
+ * when seq was not written (or, in another mode, is beyond the last), or
+ * the error of a failed sync. */
+int journal_await(struct journal *j, uint64_t seq);
 
 uint64_t journal_first_seq(const struct journal *j); /* 0 when empty */
 uint64_t journal_last_seq(const struct journal *j); /* 0 when empty */

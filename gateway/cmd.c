@@ -1,8 +1,10 @@
 /* The command stream (gateway -> sequencer) and the tape watcher.
  *
  * Every command is journalled under its gateway sequence number before it is
- * sent; datagrams are built in place in a sendmmsg batch and sent once per
- * loop iteration. The tape tells which commands are committed: the sequencer
+ * sent, and under [gateway] fsync = disk it leaves only once on disk (a
+ * power cut must not make the gateway number another command the same);
+ * datagrams are built in place in a sendmmsg batch and sent once per loop
+ * iteration, or when the journal's sync ends. The tape tells which commands are committed: the sequencer
  * sequences a gateway's commands strictly in order, so an event of ours with
  * origin_seq n, once committed, acknowledges every command up to n. Commands
  * not acknowledged within resend_timeout are resent in order under their
@@ -127,7 +129,12 @@ static void cmd_send_batch(struct gw *g)
 				sent, count, err ? ": " : "", err ? strerror(-err) : "");
 }
 
-static void cmd_send_now(struct gw *g)
+/* Sends what the slots hold once the journal holds their commands: under
+ * fsync = disk, on disk (nothing leaves that a power cut could take back:
+ * the gateway would number other commands the same); until then they wait
+ * for the sync's end (on_cmd_sync), or, with `must` (the slots are full,
+ * or the gateway stops), for the disk here. */
+static void cmd_send_now(struct gw *g, int must)
 {
 	int rc;
 
@@ -136,9 +143,18 @@ static void cmd_send_now(struct gw *g)
 	if (g->cmd.slot == 0)
 		return;
 	rc = journal_flush(g->cmd.j);
+	if (rc == 0 && journal_durable_seq(g->cmd.j) < g->cmd.slot_last) {
+		if (!must)
+			return;
+		rc = journal_await(g->cmd.j, g->cmd.slot_last);
+	}
 	if (rc < 0) {
 		g->st.journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal: %s", strerror(-rc));
+		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal: %s: commands held",
+				strerror(-rc));
+		if (must)
+			g->cmd.slot = 0; /* unacknowledged: resent once the disk takes them */
+		return;
 	}
 	cmd_send_batch(g);
 	g->cmd.slot = 0;
@@ -154,7 +170,7 @@ static void cmd_begin(struct gw *g, uint64_t seq, const struct sockaddr_in *dst)
 	if (g->cmd.building)
 		cmd_end(g, mold_build_end(&g->cmd.b));
 	if (g->cmd.slot + width > g->cmd.out.n)
-		cmd_send_now(g);
+		cmd_send_now(g, 1);
 	mold_build_begin(&g->cmd.b, net_batch_slot(&g->cmd.out, g->cmd.slot),
 			 g->cmd.out.size - auth_node_reserve(), &g->cmd.sess, seq);
 	g->cmd.out.addrs[g->cmd.slot] = dst ? *dst : g->cmd.seq_addrs[0];
@@ -191,6 +207,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 	mold_build_commit(&g->cmd.b, (uint16_t)len);
 	if (!gw_cmd_unacked(g))
 		g->cmd.resend_base = ev_now(g->loop);
+	g->cmd.slot_last = g->cmd.next;
 	g->cmd.next++;
 	g->st.cmds_sent++;
 	gw_flow_sent(g, g->cmd.next - 1, cmd->partition);
@@ -205,7 +222,7 @@ static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_
 	uint64_t seq = from;
 	unsigned packets = 0;
 
-	cmd_send_now(g); /* new commands already queued go first */
+	cmd_send_now(g, 0); /* new commands already queued go first */
 	while (seq < to) {
 		int len = journal_read(g->cmd.j, seq, g->cmd.scratch, JOURNAL_MAX_RECORD, NULL);
 
@@ -222,9 +239,11 @@ static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_
 			if (mold_build_add(&g->cmd.b, g->cmd.scratch, (uint16_t)len) < 0)
 				break;
 		}
+		if (seq > g->cmd.slot_last)
+			g->cmd.slot_last = seq;
 		seq++;
 	}
-	cmd_send_now(g);
+	cmd_send_now(g, 0);
 	if (sent_packets)
 		*sent_packets = packets;
 	return seq - from;
@@ -309,7 +328,25 @@ static void on_cmd_read(struct ev_loop *loop, ev_io *w, int revents)
 void gw_cmd_flush(struct gw *g)
 {
 	if (g->cmd.fd >= 0)
-		cmd_send_now(g);
+		cmd_send_now(g, 0);
+}
+
+/* fsync = disk: the command journal's sync ended; what waited for it goes. */
+static void on_cmd_sync(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct gw *g = w->data;
+	int rc = journal_poll(g->cmd.j);
+
+	(void)loop;
+	(void)revents;
+	if (rc < 0) {
+		g->st.journal_errors++;
+		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal fsync: %s: commands held",
+				strerror(-rc));
+		return;
+	}
+	if (rc > 0 && g->cmd.fd >= 0)
+		cmd_send_now(g, 0);
 }
 
 void gw_cmd_tick(struct gw *g, ev_tstamp now)
@@ -332,7 +369,7 @@ void gw_cmd_tick(struct gw *g, ev_tstamp now)
 		g->cmd.fan = 1;
 		cmd_end(g, mold_build_heartbeat(p, &g->cmd.sess, g->cmd.next));
 		g->st.cmd_heartbeats++;
-		cmd_send_now(g);
+		cmd_send_now(g, 0);
 	}
 }
 
@@ -418,7 +455,7 @@ static int cmd_bind_addr(struct gw *g, struct sockaddr_in *out)
 
 int gw_cmd_open(struct gw *g, uint64_t acked)
 {
-	struct journal_options jo = { .fsync = (enum journal_fsync)g->cfg.fsync };
+	struct journal_options jo = { .fsync = gw_fsync_modes[g->cfg.fsync] };
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
 	struct net_bufsize rcv;
@@ -487,6 +524,11 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 	ev_io_init(&g->cmd.io, on_cmd_read, g->cmd.fd, EV_READ);
 	g->cmd.io.data = g;
 	ev_io_start(g->loop, &g->cmd.io);
+	if (journal_sync_fd(g->cmd.j) >= 0) {
+		ev_io_init(&g->cmd.sync_io, on_cmd_sync, journal_sync_fd(g->cmd.j), EV_READ);
+		g->cmd.sync_io.data = g;
+		ev_io_start(g->loop, &g->cmd.sync_io);
+	}
 	g->cmd.resend_base = g->cmd.last_send = ev_now(g->loop);
 	return 0;
 }
@@ -494,8 +536,9 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 void gw_cmd_close(struct gw *g)
 {
 	if (g->cmd.fd >= 0) {
-		cmd_send_now(g);
+		cmd_send_now(g, 1);
 		ev_io_stop(g->loop, &g->cmd.io);
+		ev_io_stop(g->loop, &g->cmd.sync_io);
 		close(g->cmd.fd);
 		g->cmd.fd = -1;
 	}

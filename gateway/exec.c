@@ -370,7 +370,7 @@ int gw_exec_open(struct gw *g, const uint64_t *next)
 
 	if (rc < 0)
 		return rc;
-	rc = gw_logins_open_journals(&g->logins, login_opened, g);
+	rc = gw_logins_open_journals(&g->logins, g->loop, login_opened, g);
 	if (rc < 0)
 		return rc;
 	rc = gw_stream_init(g);

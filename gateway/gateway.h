@@ -68,7 +68,7 @@ struct gw_config {
 	uint64_t out_buffer; /* per-session output buffer */
 	uint64_t resend_max; /* commands resent per round */
 	uint64_t rcvbuf;
-	int fsync; /* journal fsync policy: none, interval, batch */
+	int fsync; /* [gateway] fsync: index into gw_fsync_modes (disk, none) */
 };
 
 /* The key table of [node] and [gateway], CONFIG_END terminated. */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "gateway.h"
+#include "journal.h"
 #include "auth_node.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
@@ -60,6 +61,11 @@ struct gw_login {
 	struct journal *j; /* <state_dir>/sessions/<LOGIN>/ */
 	uint64_t next_seq; /* SoupBin seq of the next message journalled */
 	uint64_t flushed_next; /* records below this are readable from the journal */
+	/* fsync = disk: records below this are on disk (UINT64_MAX in a mode
+	 * that does not wait for the disk); none goes to the client before */
+	uint64_t durable_next;
+	ev_io sync_io; /* fsync = disk: the journal's background sync ended */
+	struct gw_logins *table;
 	int jdirty; /* on the table's jdirty: appended to since the last flush */
 	struct gw_login *next_jdirty;
 	const struct gw_reader_ops *rops; /* the attached reader, or NULL */
@@ -75,6 +81,7 @@ struct gw_logins {
 	int32_t *hash; /* open addressing: index into v, -1 empty */
 	size_t hash_mask;
 	struct gw_login *jdirty;
+	struct ev_loop *loop; /* fsync = disk: the journals' sync watchers */
 	const struct gw_config *cfg;
 	struct gw_stats *st;
 	int (*opened)(void *ctx, struct gw_login *l, struct journal *j, const char *path);
@@ -88,6 +95,8 @@ enum gw_sess_state {
 	GW_SESS_DEAD, /* closed; freed at the end of the loop iteration */
 	GW_SESS_STATE_MAX,
 };
+
+#define GW_GATE 256 /* sequenced messages of a session waiting for the disk */
 
 struct gw_session {
 	struct gw *gw;
@@ -105,6 +114,14 @@ struct gw_session {
 	char peer[32];
 	struct soup_parser parser;
 	size_t out_off, out_len, out_cap;
+	/* fsync = disk: sequenced messages in `out` not yet on disk, oldest
+	 * first: their seq and where they start (out_shift + offset: out_shift
+	 * counts the bytes out_room() moved out); nothing from the first of
+	 * them on is written to the client before the login's durable_next
+	 * passes it. */
+	uint64_t out_shift;
+	uint64_t gate_seq[GW_GATE], gate_pos[GW_GATE];
+	unsigned gate_head, gate_n;
 	uint8_t in[GW_IN_BUF];
 	uint8_t out[]; /* out_cap bytes */
 };
@@ -187,6 +204,9 @@ struct gw_cmd {
 	struct mold_builder b;
 	ev_tstamp last_send, resend_base;
 	uint8_t *scratch; /* one record, for journal reads */
+	uint64_t slot_last; /* the highest command in `out`'s slots (fsync = disk: they
+			       leave once the journal holds it on disk) */
+	ev_io sync_io; /* fsync = disk: the journal's background sync ended */
 	struct rx_drop drop; /* requests from the sequencer */
 	uint64_t rxq;
 	struct src_budget budget; /* answer bytes per requester ([node] retrans_budget) */
@@ -262,8 +282,10 @@ struct gw {
  * 0 or -errno (logged). */
 int gw_logins_open(struct gw_logins *t, const struct gw_config *cfg, struct gw_stats *st);
 /* Opens every login's journal under <state_dir>/sessions; opened(ctx, ...)
- * is told of each, now and for a login added by a reload. */
-int gw_logins_open_journals(struct gw_logins *t,
+ * is told of each, now and for a login added by a reload. Under fsync =
+ * disk each journal's sync is watched on loop: when it ends, the login's
+ * durable_next moves and its reader is woken. */
+int gw_logins_open_journals(struct gw_logins *t, struct ev_loop *loop,
 			    int (*opened)(void *ctx, struct gw_login *l, struct journal *j,
 					  const char *path),
 			    void *ctx);
@@ -283,9 +305,14 @@ static inline uint32_t gw_login_id(const struct gw_login *l)
  * GW_TAG, then msg) and offers it to l's reader. 0 or -errno. */
 int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const uint8_t *msg,
 		    size_t len);
-/* Writes the journals appended to since the last flush, then wakes their
- * readers. */
+/* Writes the journals appended to since the last flush (under fsync = disk
+ * their syncs start), then wakes their readers. */
 void gw_logins_flush(struct gw_logins *t);
+/* fsync = disk: blocks until every login's journal holds on disk what it
+ * was given (before a position that counts on it is saved). */
+void gw_logins_await(struct gw_logins *t);
+/* The journals' policy under [gateway] fsync (gateway.c). */
+extern const enum journal_fsync gw_fsync_modes[];
 /* Record seq of l's journal into buf: its length, or -errno. */
 int gw_login_read(const struct gw_login *l, uint64_t seq, uint8_t *buf, size_t cap);
 /* Makes reader the login's one reader: 0, or -EBUSY when it has one. */

@@ -126,9 +126,31 @@ static void sessions_dir(const struct gw_logins *t, char *out, size_t cap)
 	snprintf(out, cap, "%s/sessions", t->cfg->node.state_dir);
 }
 
+/* fsync = disk: a login's journal synced more of its records. */
+static void on_login_sync(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct gw_login *l = container_of(w, struct gw_login, sync_io);
+	int rc = journal_poll(l->j);
+
+	(void)loop;
+	(void)revents;
+	if (rc < 0) {
+		/* what was not synced is not given out: the readers wait */
+		l->table->st->journal_errors++;
+		log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal fsync: %s", l->cred.login,
+				strerror(-rc));
+		return;
+	}
+	if (rc == 0)
+		return;
+	l->durable_next = journal_durable_seq(l->j) + 1;
+	if (l->rops)
+		l->rops->wake(l->reader);
+}
+
 static int journal_open_login(struct gw_logins *t, struct gw_login *l)
 {
-	struct journal_options jo = { .fsync = (enum journal_fsync)t->cfg->fsync };
+	struct journal_options jo = { .fsync = gw_fsync_modes[t->cfg->fsync] };
 	struct journal_report rep;
 	char dir[300], path[320];
 	int rc;
@@ -144,10 +166,16 @@ static int journal_open_login(struct gw_logins *t, struct gw_login *l)
 		log_warn("%s: cut %" PRIu64 " bytes at seq %" PRIu64 " (%s)", path, rep.cut_bytes,
 			 rep.bad_seq, rep.bad_reason ? rep.bad_reason : "?");
 	l->next_seq = l->flushed_next = journal_last_seq(l->j) + 1;
+	l->durable_next = journal_sync_fd(l->j) >= 0 ? l->next_seq : UINT64_MAX;
+	l->table = t;
+	if (journal_sync_fd(l->j) >= 0) {
+		ev_io_init(&l->sync_io, on_login_sync, journal_sync_fd(l->j), EV_READ);
+		ev_io_start(t->loop, &l->sync_io);
+	}
 	return t->opened ? t->opened(t->opened_ctx, l, l->j, path) : 0;
 }
 
-int gw_logins_open_journals(struct gw_logins *t,
+int gw_logins_open_journals(struct gw_logins *t, struct ev_loop *loop,
 			    int (*opened)(void *ctx, struct gw_login *l, struct journal *j,
 					  const char *path),
 			    void *ctx)
@@ -162,6 +190,7 @@ int gw_logins_open_journals(struct gw_logins *t,
 	}
 	t->opened = opened;
 	t->opened_ctx = ctx;
+	t->loop = loop;
 	for (size_t i = 0; i < t->n; i++) {
 		rc = journal_open_login(t, t->v[i]);
 		if (rc < 0)
@@ -238,10 +267,35 @@ void gw_login_detach(struct gw_login *l)
 	l->reader = NULL;
 }
 
+void gw_logins_await(struct gw_logins *t)
+{
+	gw_logins_flush(t);
+	for (size_t i = 0; i < t->n; i++) {
+		struct gw_login *l = t->v[i];
+		int rc;
+
+		if (!l->j || journal_sync_fd(l->j) < 0)
+			continue;
+		if ((rc = journal_await(l->j, journal_last_seq(l->j))) < 0) {
+			t->st->journal_errors++;
+			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal fsync: %s", l->cred.login,
+					strerror(-rc));
+			continue;
+		}
+		if (journal_durable_seq(l->j) + 1 > l->durable_next) {
+			l->durable_next = journal_durable_seq(l->j) + 1;
+			if (l->rops)
+				l->rops->wake(l->reader);
+		}
+	}
+}
+
 void gw_logins_close_journals(struct gw_logins *t)
 {
 	gw_logins_flush(t);
 	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i]->j && journal_sync_fd(t->v[i]->j) >= 0)
+			ev_io_stop(t->loop, &t->v[i]->sync_io);
 		journal_close(t->v[i]->j);
 		t->v[i]->j = NULL;
 	}

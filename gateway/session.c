@@ -47,6 +47,7 @@ static void mark_dirty(struct gw_session *s)
 static uint8_t *out_room(struct gw_session *s, size_t need)
 {
 	if (s->out_cap - s->out_len < need && s->out_off > 0) {
+		s->out_shift += s->out_off;
 		memmove(s->out, s->out + s->out_off, s->out_len - s->out_off);
 		s->out_len -= s->out_off;
 		s->out_off = 0;
@@ -155,23 +156,63 @@ static void login_reject(struct gw_session *s, char reason)
 
 /* ---- the login's reader --------------------------------------------------- */
 
+/* The login's records below this may be read from its journal and sent:
+ * written (flushed) and, under fsync = disk, on disk. */
+static uint64_t readable_next(const struct gw_login *l)
+{
+	return l->flushed_next < l->durable_next ? l->flushed_next : l->durable_next;
+}
+
+/* Forgets the gated messages the disk now holds. */
+static void gate_pop(struct gw_session *s)
+{
+	while (s->gate_n && s->gate_seq[s->gate_head] < s->login->durable_next) {
+		s->gate_head = (s->gate_head + 1) % GW_GATE;
+		s->gate_n--;
+	}
+}
+
+/* Where writing to the client stops: before the first sequenced message
+ * not yet on disk (fsync = disk), else at the end of the output. */
+static size_t out_limit(struct gw_session *s)
+{
+	if (s->login)
+		gate_pop(s);
+	return s->gate_n ? (size_t)(s->gate_pos[s->gate_head] - s->out_shift) : s->out_len;
+}
+
 static void session_offer(void *reader, uint64_t seq, const uint8_t *msg, size_t len)
 {
 	struct gw_session *s = reader;
+	int gated = seq >= s->login->durable_next;
+	uint8_t *p;
+	size_t start;
 
 	if (s->state != GW_SESS_ACTIVE || s->send_seq != seq)
 		return; /* behind: catch_up() reads it from the journal */
-	if (OUT_PACKET(s, soup_build_sequenced, msg, (uint16_t)len) == 0) {
-		s->send_seq++;
-		s->gw->st.out_msgs++;
+	if (gated && s->gate_n == GW_GATE)
+		return; /* too many wait for the disk: catch_up() sends it later */
+	if (!(p = out_room(s, SOUP_MAX_OUT)))
+		return;
+	start = s->out_len; /* after out_room, which may move the output */
+	if (out_commit(s, soup_build_sequenced(p, SOUP_MAX_OUT, msg, (uint16_t)len)) < 0)
+		return;
+	if (gated) {
+		unsigned i = (s->gate_head + s->gate_n++) % GW_GATE;
+
+		s->gate_seq[i] = seq;
+		s->gate_pos[i] = s->out_shift + start;
 	}
+	s->send_seq++;
+	s->gw->st.out_msgs++;
 }
 
 static void session_wake(void *reader)
 {
 	struct gw_session *s = reader;
 
-	if (s->state == GW_SESS_ACTIVE && s->send_seq < s->login->flushed_next)
+	if (s->state == GW_SESS_ACTIVE &&
+	    (s->send_seq < readable_next(s->login) || s->gate_n))
 		mark_dirty(s);
 }
 
@@ -510,7 +551,7 @@ static void catch_up(struct gw_session *s)
 	struct gw_login *l = s->login;
 	uint8_t rec[8 + OUCH_MAX_LEN + 16];
 
-	for (int i = 0; i < GW_CATCHUP_PER_PUMP && s->send_seq < l->flushed_next; i++) {
+	for (int i = 0; i < GW_CATCHUP_PER_PUMP && s->send_seq < readable_next(l); i++) {
 		uint8_t *p = out_room(s, SOUP_MAX_OUT);
 		int n, len;
 
@@ -540,10 +581,13 @@ static void session_write(struct gw_session *s)
 {
 	struct gw *g = s->gw;
 
+	size_t lim;
+
 	if (s->state == GW_SESS_ACTIVE)
 		catch_up(s);
-	while (s->out_off < s->out_len) {
-		ssize_t n = write(s->fd, s->out + s->out_off, s->out_len - s->out_off);
+	lim = out_limit(s);
+	while (s->out_off < lim) {
+		ssize_t n = write(s->fd, s->out + s->out_off, lim - s->out_off);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -558,13 +602,18 @@ static void session_write(struct gw_session *s)
 		s->out_off += (size_t)n;
 		s->last_out = s->last_progress = ev_now(g->loop);
 	}
-	if (s->out_off == s->out_len)
+	if (s->out_off == s->out_len) {
+		s->out_shift += s->out_off;
 		s->out_off = s->out_len = 0;
+	}
 	if (s->state == GW_SESS_CLOSING && s->out_len == 0) {
 		session_close(s, s->logout);
 		return;
 	}
-	if (s->out_len > 0 || (s->state == GW_SESS_ACTIVE && s->send_seq < s->login->flushed_next))
+	/* output waiting for the disk waits for the login's wake, not for the
+	 * socket */
+	if (s->out_off < out_limit(s) ||
+	    (s->state == GW_SESS_ACTIVE && s->send_seq < readable_next(s->login)))
 		ev_io_start(g->loop, &s->wio);
 	else
 		ev_io_stop(g->loop, &s->wio);
