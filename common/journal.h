@@ -7,10 +7,16 @@
  *   u32 LE CRC32C over the length, sequence number, term and data.
  * Sequence numbers are contiguous across segments, starting at any number.
  * Opening a journal scans every segment, builds the in-memory index from
- * sequence number to (segment, offset), and cuts the tail at the first record
- * that is torn or fails its CRC (later segments are removed: nothing after a
- * bad record can be trusted); a first segment whose header is wrong is not
- * cut but refused (-EBADMSG), so that a stray file cannot wipe a journal.
+ * sequence number to (segment, offset), and cuts a torn tail: a last
+ * segment that ends in a record that is torn or fails its CRC, with no good
+ * record after it (the last write, which a crash left half done). A bad
+ * record with good records after it (in its segment, or in later
+ * segments) is damage, not a torn tail: the open refuses (-EUCLEAN, the
+ * report says where) rather than cut what follows; cut_damaged (a repair)
+ * cuts it as a tail. Under JOURNAL_FSYNC_NONE nothing was ever synced, any
+ * bad spot is a tail and is cut. A first segment whose header is wrong is
+ * not cut but refused (-EBADMSG), so that a stray file cannot wipe a
+ * journal.
  * Nothing here logs: the open report says what was
  * cut, and the caller logs it. */
 #ifndef LOCKSTEP_JOURNAL_H
@@ -44,6 +50,9 @@ struct journal_options {
 	 * journal_read falls back to such a walk through its segment (slow:
 	 * for occasional reads only). -EINVAL without read_only. */
 	int no_index;
+	/* A repair: a damaged journal is cut at its first bad record, as a
+	 * torn tail would be, instead of refused (-EUCLEAN). */
+	int cut_damaged;
 };
 
 /* What journal_open found. */
@@ -56,16 +65,24 @@ struct journal_report {
 	uint64_t bad_offset; /* where the bad record started in its segment */
 	char bad_segment[64]; /* file name of that segment */
 	const char *bad_reason; /* "torn record", "crc mismatch", "sequence gap", ... */
+	/* The bad record has good records after it (later segments, or later
+	 * in its own): damage, refused unless cut_damaged. */
+	int damaged;
 };
 
 struct journal;
 
 /* Opens (creating the directory when missing) a journal. In read_only mode a
  * bad record is reported, not cut, and the index stops before it. Returns 0
- * or a negative errno (-EBADMSG for a bad segment header in read_only). */
+ * or a negative errno (-EBADMSG for a bad segment header in read_only,
+ * -EUCLEAN for a damaged journal: see the report and journal_damage_text). */
 int journal_open(struct journal **out, const char *dir, const struct journal_options *opt,
 		 struct journal_report *report);
 void journal_close(struct journal *j); /* flushes; accepts NULL */
+/* What an operator needs after -EUCLEAN: where the damage is, what it is,
+ * and the commands that look at it and repair it. Returns buf. */
+const char *journal_damage_text(const struct journal_report *rep, const char *dir, char *buf,
+				size_t cap);
 
 /* Appends one record at exactly seq == journal_next_seq() (or any seq when the
  * journal is empty). -EINVAL for a wrong seq or len > JOURNAL_MAX_RECORD.

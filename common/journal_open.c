@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -261,14 +262,12 @@ static int scan_segment(struct journal *j, int fd, uint64_t name, struct scan_bu
 	return 0;
 }
 
-/* Removes (read-only: only counts) what follows the bad spot in segment
+/* Removes (ro: only counts) what follows the bad spot in segment
  * names[bad]: the later segments last first, so that a crash midway leaves a
  * contiguous journal, then the bad segment's tail or, at offset 0, all of it. */
 static int cut_tail(struct journal *j, const uint64_t *names, size_t count, size_t bad,
-		    const struct cut *cut, struct journal_report *rep)
-{
-	int ro = j->opt.read_only;
-	char name[32];
+		    const struct cut *cut, struct journal_report *rep, int ro)
+{	char name[32];
 	struct stat st;
 
 	for (size_t i = count; i-- > bad;) {
@@ -298,6 +297,62 @@ static int cut_tail(struct journal *j, const uint64_t *names, size_t count, size
 			return -errno;
 	}
 	return ro ? 0 : journal_dir_sync(j);
+}
+
+/* 1 when a good record of a later seq follows the bad spot in segment
+ * `name` (damage inside the journal, not a torn tail), 0 when not, or a
+ * negative errno. Reads the rest of the segment once: an open that found a
+ * bad record only. A segment too large to read at once counts as damaged. */
+static int good_record_after(struct journal *j, uint64_t name, const struct cut *cut)
+{
+	char fname[32];
+	struct stat st;
+	uint8_t *p;
+	ssize_t n;
+	int fd, found = 0;
+
+	journal_seg_name(fname, name);
+	fd = openat(j->dfd, fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size <= cut->offset) {
+		close(fd);
+		return 0;
+	}
+	p = malloc((size_t)st.st_size - cut->offset);
+	if (!p) {
+		close(fd);
+		return 1;
+	}
+	n = journal_pread_full(fd, p, (size_t)st.st_size - cut->offset, cut->offset);
+	close(fd);
+	for (size_t off = 1; n > 0 && off + REC_OVERHEAD <= (size_t)n && !found; off++) {
+		uint32_t len = get_le32(p + off);
+		uint64_t seq = get_le64(p + off + 4);
+
+		if (len > JOURNAL_MAX_RECORD || off + REC_OVERHEAD + len > (size_t)n ||
+		    seq <= cut->seq || seq - cut->seq > (1ull << 32))
+			continue;
+		found = crc32c(0, p + off, REC_HDR + len) == get_le32(p + off + REC_HDR + len);
+	}
+	free(p);
+	return n < 0 ? (int)n : found;
+}
+
+/* Whether the bad spot in segment names[bad] of count is damage (see
+ * journal.h) rather than a torn tail. */
+static int is_damage(struct journal *j, const uint64_t *names, size_t count, size_t bad,
+		     const struct cut *cut)
+{
+	if (j->opt.fsync == JOURNAL_FSYNC_NONE && !j->opt.read_only)
+		return 0; /* never synced: after a power cut anything is a tail */
+	if (bad + 1 < count)
+		return 1; /* segments after it: a segment is synced before the next */
+	if (strcmp(cut->reason, "sequence gap") == 0 && cut->offset == 0)
+		return 1; /* a missing segment */
+	if (strcmp(cut->reason, "torn segment header") == 0)
+		return 0; /* the crash came as the segment was made */
+	return good_record_after(j, names[bad], cut);
 }
 
 /* Builds the index from the segment files, cutting at the first bad spot. */
@@ -338,7 +393,14 @@ static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
 	 * whole journal away. */
 	if (cut.bad_header && (j->opt.read_only || i == 0))
 		return -EBADMSG;
-	return cut_tail(j, names, count, i, &cut, rep);
+	if ((r = is_damage(j, names, count, i, &cut)) < 0)
+		return r;
+	rep->damaged = r;
+	if (rep->damaged && !j->opt.read_only && !j->opt.cut_damaged) {
+		r = cut_tail(j, names, count, i, &cut, rep, 1); /* counts only */
+		return r < 0 ? r : -EUCLEAN;
+	}
+	return cut_tail(j, names, count, i, &cut, rep, j->opt.read_only);
 }
 
 /* Every segment and the directory to disk (an open under DISK). */
@@ -423,6 +485,11 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 	if (r == 0)
 		r = scan_segments(j, names, count, report);
 	free(names);
+	if (r == -EUCLEAN) { /* what is good before the damage, for the report */
+		report->first_seq = journal_first_seq(j);
+		report->last_seq = journal_last_seq(j);
+		report->records = is_empty(j) ? 0 : report->last_seq - report->first_seq + 1;
+	}
 	if (r < 0)
 		goto out_free;
 	if (!j->opt.read_only && j->nsegs) {
@@ -455,6 +522,21 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 out_free:
 	free_journal(j);
 	return r;
+}
+
+const char *journal_damage_text(const struct journal_report *rep, const char *dir, char *buf,
+				size_t cap)
+{
+	snprintf(buf, cap,
+		 "damaged: seq %llu (segment %s, offset %llu) is bad (%s) and good records follow "
+		 "it (%llu bytes, %llu later segments); not cut. See it with `lockstep-replay "
+		 "verify %s`; `lockstep-replay repair %s` moves the damaged part aside and cuts the "
+		 "journal before it (a sequencer then fetches the rest from its group: repair only "
+		 "while the others hold it)",
+		 (unsigned long long)rep->bad_seq, rep->bad_segment,
+		 (unsigned long long)rep->bad_offset, rep->bad_reason ? rep->bad_reason : "?",
+		 (unsigned long long)rep->cut_bytes, (unsigned long long)rep->cut_segments, dir, dir);
+	return buf;
 }
 
 void journal_close(struct journal *j)

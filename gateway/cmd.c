@@ -483,6 +483,12 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 		return rc;
 	snprintf(path, sizeof(path), "%s/commands", g->cfg.node.state_dir);
 	rc = journal_open(&g->cmd.j, path, &jo, &rep);
+	if (rc == -EUCLEAN) {
+		char text[1024];
+
+		log_err("%s: %s", path, journal_damage_text(&rep, path, text, sizeof(text)));
+		return rc;
+	}
 	if (rc < 0) {
 		log_err("%s: %s", path, strerror(-rc));
 		return rc;

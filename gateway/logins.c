@@ -158,6 +158,12 @@ static int journal_open_login(struct gw_logins *t, struct gw_login *l)
 	sessions_dir(t, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/%s", dir, l->cred.login);
 	rc = journal_open(&l->j, path, &jo, &rep);
+	if (rc == -EUCLEAN) {
+		char why[1024];
+
+		log_err("%s: %s", path, journal_damage_text(&rep, path, why, sizeof(why)));
+		return rc;
+	}
 	if (rc < 0) {
 		log_err("%s: %s", path, strerror(-rc));
 		return rc;

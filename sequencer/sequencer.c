@@ -395,6 +395,12 @@ static int open_journal(struct sequencer *s)
 	snprintf(dir, sizeof(dir), "%s/journal", s->cfg.node.state_dir);
 	memset(&rep, 0, sizeof(rep));
 	r = journal_open(&s->journal, dir, &jo, &rep);
+	if (r == -EUCLEAN) {
+		char why[1024];
+
+		log_err("journal %s: %s", dir, journal_damage_text(&rep, dir, why, sizeof(why)));
+		return r;
+	}
 	if (r < 0) {
 		log_err("journal %s: %s", dir, strerror(-r));
 		return r;

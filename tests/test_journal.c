@@ -1142,6 +1142,70 @@ START_TEST(flipped_byte_is_cut)
 }
 END_TEST
 
+/* A journal that was synced (any policy but NONE): a bad record with good
+ * records after it is damage. The open refuses it (-EUCLEAN) and removes
+ * nothing, a read-only open and journal_damage_text say where it is, and a
+ * repair (cut_damaged) cuts it as before. In the last segment the same,
+ * while a torn last record (the crash's half-written batch) is cut as a
+ * tail. */
+START_TEST(damage_is_refused_not_cut)
+{
+	const struct flip *f = &flips[_i];
+	struct journal_options o = { .segment_bytes = 1000, .fsync = JOURNAL_FSYNC_INTERVAL };
+	uint64_t seg, off, cut_bytes, later, segs[512], segs2[512], last;
+	struct journal_report rep;
+	char path[PATH_MAX], text[1024];
+	struct journal *j = NULL;
+	size_t n;
+	off_t size;
+
+	corrupt(f, &seg, &off, &cut_bytes, &later);
+	n = list_segs(segs, 512);
+	seg_path(path, sizeof(path), seg);
+	size = file_size(path);
+	ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
+	ck_assert_ptr_null(j);
+	check_report(f, &rep, seg, off, cut_bytes, later);
+	ck_assert_int_eq(rep.damaged, 1);
+	ck_assert_uint_eq(list_segs(segs2, 512), n); /* nothing removed */
+	ck_assert_mem_eq(segs, segs2, n * sizeof(*segs));
+	ck_assert_int_eq(file_size(path), size);
+	journal_damage_text(&rep, jdir, text, sizeof(text));
+	ck_assert_ptr_nonnull(strstr(text, "seq 123 "));
+	ck_assert_ptr_nonnull(strstr(text, "lockstep-replay repair"));
+	o.read_only = 1;
+	j = jopen_opt(&o, &rep);
+	ck_assert_int_eq(rep.damaged, 1);
+	ck_assert_uint_eq(journal_last_seq(j), R - 1);
+	journal_close(j);
+	o.read_only = 0;
+	o.cut_damaged = 1;
+	j = jopen_opt(&o, &rep);
+	ck_assert_uint_eq(journal_last_seq(j), R - 1);
+	journal_close(j);
+	o.cut_damaged = 0;
+	j = jopen_opt(&o, &rep);
+	ck_assert_ptr_null(rep.bad_reason);
+	/* the last segment: damage in its middle, then a torn last record */
+	append_range(j, R, LAST);
+	journal_close(j);
+	n = list_segs(segs, 512);
+	last = segs[n - 1];
+	ck_assert_uint_lt(last + 1, LAST); /* two records or more in it */
+	seg_path(path, sizeof(path), last);
+	xor_byte(path, rec_offset(last, last) + 20, 0x01);
+	ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
+	ck_assert_uint_eq(rep.bad_seq, last);
+	xor_byte(path, rec_offset(last, last) + 20, 0x01);
+	ck_assert_int_eq(truncate(path, (off_t)rec_offset(last, LAST) + 7), 0);
+	j = jopen_opt(&o, &rep);
+	ck_assert_int_eq(rep.damaged, 0);
+	ck_assert_str_eq(rep.bad_reason, "torn record");
+	ck_assert_uint_eq(journal_last_seq(j), LAST - 1);
+	journal_close(j);
+}
+END_TEST
+
 START_TEST(read_only_reports_without_cutting)
 {
 	const struct flip *f = &flips[_i];
@@ -1711,6 +1775,7 @@ int main(void)
 	tcase_add_test(io, torn_tail_every_offset);
 	tcase_add_test(io, torn_tail_of_last_segment);
 	tcase_add_loop_test(io, flipped_byte_is_cut, 0, (int)(sizeof(flips) / sizeof(flips[0])));
+	tcase_add_loop_test(io, damage_is_refused_not_cut, 0, (int)(sizeof(flips) / sizeof(flips[0])));
 	tcase_add_loop_test(io, read_only_reports_without_cutting, 0,
 			    (int)(sizeof(flips) / sizeof(flips[0])));
 	tcase_add_loop_test(io, malformed_tails, 0, (int)(sizeof(bad_tails) / sizeof(bad_tails[0])));

@@ -17,7 +17,8 @@ void usage(FILE *f)
 	fputs("Usage: lockstep-replay COMMAND JOURNAL_DIR [OPTIONS]\n"
 	      "\n"
 	      "Offline tools over a sequencer's journal (ops/cluster: DIR/seq-1/journal).\n"
-	      "The journal is opened read-only; sequence numbers SEQ are the tape's.\n"
+	      "The journal is opened read-only (repair excepted); sequence numbers SEQ are\n"
+	      "the tape's.\n"
 	      "\n"
 	      "  verify  DIR [--allow-trimmed]\n"
 	      "      Checks every record's CRC, that sequence numbers run without gap or\n"
@@ -67,6 +68,13 @@ void usage(FILE *f)
 	      "  diff    DIR_A DIR_B\n"
 	      "      Compares two tapes record by record from the later first seq and\n"
 	      "      tells where they part. Exit 0 when identical, 1 when not.\n"
+	      "  repair  DIR\n"
+	      "      A damaged journal (a bad record with good records after it, which\n"
+	      "      the daemons refuse to open) is cut before its first bad record; every\n"
+	      "      segment from the bad one on is first copied to DIR.damaged-SEQ. The\n"
+	      "      one command that writes the journal. A sequencer started on it\n"
+	      "      fetches the cut range from its group: repair one member at a time,\n"
+	      "      while the others hold the range (their commit is past SEQ).\n"
 	      "\n"
 	      "No per-record index is kept (send excepted): memory does not grow with\n"
 	      "the journal. On a terminal, long runs show a progress line on stderr.\n"
@@ -120,6 +128,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "verify", cmd_verify }, { "dump", cmd_dump }, { "pcap", cmd_pcap },
 		{ "send", cmd_send }, { "rebuild", cmd_rebuild }, { "diff", cmd_diff },
+		{ "repair", cmd_repair },
 	};
 
 	if (argc < 2)

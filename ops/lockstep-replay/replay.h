@@ -37,6 +37,7 @@ int cmd_pcap(int argc, char **argv);
 int cmd_send(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
 
 /* ---- tapedir.c: a journal directory, read-only ------------------------------ */
 

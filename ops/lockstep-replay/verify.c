@@ -53,6 +53,9 @@ static int verify_journal_report(const struct tapedir *t)
 			printf(" (%s: found seq %llu)",
 			       found < r->bad_seq ? "a duplicate" : "a gap", (unsigned long long)found);
 	}
+	printf(r->damaged ? " -- damage: good records follow it, so a daemon refuses to start on "
+			    "this journal rather than cut them (lockstep-replay repair)"
+			  : " -- a torn tail: a daemon cuts it when it starts");
 	printf("\n%llu good records before it (seq %llu..%llu); from it on %llu bytes (%llu whole "
 	       "segments) cannot be trusted\n",
 	       (unsigned long long)r->records, (unsigned long long)t->first,
