@@ -343,13 +343,31 @@ int journal_tick(struct journal *j, uint64_t now_ms)
 	return r;
 }
 
+/* Cuts the last segment, s, to s->size: records still in the write buffer
+ * go from it without being written (so that a full disk can still cut a
+ * tail), records written go from the file (then it is synced). 0 or -errno. */
+static int cut_last(struct journal *j, struct jseg *s)
+{
+	if (s->size >= j->wbase) {
+		j->wlen = (size_t)(s->size - j->wbase);
+		return 0;
+	}
+	j->wlen = 0;
+	j->wbase = s->size;
+	if (ftruncate(j->wfd, (off_t)s->size) < 0)
+		return -errno;
+	if (j->opt.fsync != JOURNAL_FSYNC_NONE && fdatasync(j->wfd) < 0)
+		return -errno;
+	return 0;
+}
+
 int journal_truncate_after(struct journal *j, uint64_t seq)
 {
 	char name[32];
 	struct jseg *s;
-	unsigned keep;
+	unsigned keep, removed;
 	uint64_t n;
-	int fd, r;
+	int fd, r = 0;
 
 	if (j->opt.read_only)
 		return -EROFS;
@@ -357,17 +375,18 @@ int journal_truncate_after(struct journal *j, uint64_t seq)
 		return 0;
 	if (seq + 1 < j->segs[0].first_seq)
 		return -EINVAL;
-	r = journal_wbuf_write(j);
-	if (r < 0)
-		return r;
 	keep = seg_find(j, seq + 1);
 	if (keep == 0 || j->segs[keep].first_seq != seq + 1)
 		keep++; /* segment `keep` keeps a prefix (or, the first, its header) */
+	removed = j->nsegs - keep;
 	j->gen++;
 	journal_rfd_drop(j);
-	close(j->wfd);
-	j->wfd = -1;
-	j->unsynced = 0;
+	if (removed) { /* the last segment goes, and its write buffer */
+		close(j->wfd);
+		j->wfd = -1;
+		j->wlen = 0;
+		j->unsynced = 0;
+	}
 	while (j->nsegs > keep) {
 		journal_seg_name(name, tail(j)->first_seq);
 		if (unlinkat(j->dfd, name, 0) < 0 && errno != ENOENT) {
@@ -387,17 +406,17 @@ int journal_truncate_after(struct journal *j, uint64_t seq)
 	journal_durable_cut(j, j->want - 1);
 	while (j->nruns && j->runs[j->nruns - 1].seq >= j->want)
 		j->nruns--;
-	journal_seg_name(name, s->first_seq);
-	fd = openat(j->dfd, name, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return r ? r : -errno;
-	j->wfd = fd;
-	j->wbase = s->size;
-	if (r == 0 && ftruncate(fd, (off_t)s->size) < 0)
-		r = -errno;
-	if (r == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE && fdatasync(fd) < 0)
-		r = -errno;
+	if (j->wfd < 0) { /* a segment written whole before the next began */
+		journal_seg_name(name, s->first_seq);
+		fd = openat(j->dfd, name, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return r ? r : -errno;
+		j->wfd = fd;
+		j->wbase = s->size + 1; /* cut_last truncates the file */
+	}
 	if (r == 0)
+		r = cut_last(j, s);
+	if (r == 0 && removed)
 		r = journal_dir_sync(j);
 	return r;
 }

@@ -139,6 +139,10 @@ int journal_iter_next(struct journal_iter *it, uint64_t *seq, uint64_t *term, co
 		      size_t *len);
 void journal_iter_close(struct journal_iter *it);
 
+/* Bytes free for the journal's writer on its filesystem (statvfs), or a
+ * negative errno. */
+int64_t journal_free_bytes(const struct journal *j);
+
 /* Counts for statistics. */
 uint64_t journal_bytes(const struct journal *j);
 unsigned journal_segments(const struct journal *j);

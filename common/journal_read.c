@@ -1,6 +1,7 @@
 /* Reading the journal: lookups by sequence number, random reads of one
  * record, sequential iterators and counts. */
 #include <errno.h>
+#include <sys/statvfs.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,15 @@ uint64_t journal_durable_seq(const struct journal *j)
 	if (j->opt.fsync != JOURNAL_FSYNC_DISK || j->opt.read_only)
 		return last;
 	return j->durable < last ? j->durable : last;
+}
+
+int64_t journal_free_bytes(const struct journal *j)
+{
+	struct statvfs v;
+
+	if (fstatvfs(j->dfd, &v) < 0)
+		return -errno;
+	return (int64_t)(v.f_bavail * v.f_frsize);
 }
 
 int journal_sync_fd(const struct journal *j)

@@ -176,6 +176,10 @@ size_t notify_format_status(char *out, size_t cap, const Lockstep__ControlReply 
 		n = snprintf(out + len, cap - len, " ouch=%s", r->ouch);
 		len += n < 0 ? 0 : (size_t)n < cap - len ? (size_t)n : cap - len - 1;
 	}
+	if (r->disk && r->disk[0] && strcmp(r->disk, "ok") != 0 && len < cap) {
+		n = snprintf(out + len, cap - len, " disk=%s", r->disk);
+		len += n < 0 ? 0 : (size_t)n < cap - len ? (size_t)n : cap - len - 1;
+	}
 	return len;
 }
 

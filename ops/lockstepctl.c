@@ -25,7 +25,8 @@ static void usage(FILE *out)
 	      "\n"
 	      "Commands:\n"
 	      "  status            role, state, term, positions, state hash, io path,\n"
-	      "                    authentication (auth: the keys in use, or off)\n"
+	      "                    authentication (auth: the keys in use, or off), a\n"
+	      "                    sequencer's disk (ok, or full: it stands down)\n"
 	      "  stats             counters and latency histograms\n"
 	      "  step-down [NODE]  a primary sequencer hands over to another member (NODE:\n"
 	      "                    its node_id or peers address; default: the standby\n"
@@ -108,6 +109,10 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 			printf(", \"auth\": ");
 			json_str(r->auth);
 		}
+		if (r->disk && r->disk[0]) {
+			printf(", \"disk\": ");
+			json_str(r->disk);
+		}
 		for (size_t i = 0; i < r->n_pools; i++) {
 			printf("%s", i ? ", " : ", \"pools\": {");
 			json_str(r->pools[i]->name);
@@ -136,6 +141,8 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 		printf(" io=%s", r->io);
 	if (r->auth && r->auth[0])
 		printf(" auth=%s", r->auth);
+	if (r->disk && r->disk[0])
+		printf(" disk=%s", r->disk);
 	print_pools(r);
 	if (r->message && r->message[0])
 		printf(" (%s)", r->message);

@@ -116,7 +116,8 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(malformed_packets), COUNTER(oversize_commands), COUNTER(gateways_full),
 	COUNTER(commands_not_member),
 	COUNTER(heartbeats_received), COUNTER(tape_packets_sent), COUNTER(tape_heartbeats_sent),
-	COUNTER(time_events), COUNTER(journal_syncs), GAUGE(journal_durable),
+	COUNTER(time_events), COUNTER(journal_syncs), GAUGE(journal_durable), COUNTER(disk_full),
+	COUNTER(commands_disk_full),
 	COUNTER(tape_send_errors), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), GAUGE(journal_bytes),
 	GAUGE(gateways), COUNTER(rxq_dropped), COUNTER(commands_held), COUNTER(commands_overflow),
@@ -236,6 +237,7 @@ static void seq_status(void *self, Lockstep__ControlReply *reply)
 	reply->seq = journal_last_seq(s->journal);
 	reply->commit = s->commit;
 	reply->io = (char *)iopath_name(&s->io);
+	reply->disk = (char *)(s->disk_full ? "full" : "ok");
 	if (s->raft && raft_transfer_target(s->raft) != RAFT_NOBODY) {
 		snprintf(msg, sizeof(msg), "handing over to node %d",
 			 raft_transfer_target(s->raft));

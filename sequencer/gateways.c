@@ -56,7 +56,7 @@ static int gw_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len
 	struct sequencer *s = g->s;
 	int r;
 
-	if (s->fatal)
+	if (s->fatal || s->disk_full)
 		return RX_HOLD;
 	r = len ? seq_tape_emit(s, g, seq, data, len) : -EMSGSIZE;
 	if (r == -EMSGSIZE) {
@@ -67,6 +67,10 @@ static int gw_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len
 				"one tape datagram)",
 				g->name, (unsigned long long)seq, len);
 		return RX_REJECT;
+	}
+	if (r == -ENOSPC || r == -EDQUOT) {
+		seq_journal_error(s, "journal", r); /* not sequenced: still expected */
+		return RX_HOLD;
 	}
 	if (r < 0) {
 		s->fatal = r;
@@ -248,6 +252,12 @@ static int handle_packet(struct sequencer *s, uint8_t *buf, size_t len,
 		s->st.commands_ignored++;
 		return 0;
 	}
+	if (s->disk_full) {
+		/* Nothing can be journalled: the gateway resends it, to the
+		 * next primary once this one has stood down. */
+		s->st.commands_disk_full++;
+		return 0;
+	}
 	if (raft_transfer_target(s->raft) != RAFT_NOBODY) {
 		/* Handing over: nothing new is sequenced here; the next
 		 * primary asks the gateway for it (or this one does, if the
@@ -269,10 +279,8 @@ static int cmd_round_end(struct sequencer *s, int r)
 {
 	if (r == 0)
 		r = seq_tape_flush(s);
-	if (r < 0) {
-		seq_fail(s, "journal", r);
+	if (r < 0 && !seq_journal_error(s, "journal", r))
 		return -1;
-	}
 	return 0;
 }
 
@@ -283,7 +291,7 @@ static void cmd_wakeup_end(struct sequencer *s)
 	gw_rx_arm(s);
 	r = journal_tick(s->journal, s->now_ns / 1000000u);
 	if (r < 0)
-		seq_fail(s, "journal fsync", r);
+		seq_journal_error(s, "journal fsync", r);
 }
 
 /* Datagrams from the gateways: their streams on cmd_fd, answers to our

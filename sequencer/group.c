@@ -40,7 +40,7 @@ void seq_group_send(struct sequencer *s)
 	if (r < 0 || s->rq_n == 0) {
 		s->rq_n = 0; /* nothing leaves that the journal does not hold */
 		if (r < 0)
-			seq_fail(s, "journal", r);
+			seq_journal_error(s, "journal", r);
 		return;
 	}
 	auth_node_seal_batch(AUTH_RAFT, &s->rq, s->rq_n, AUTH_RAW);
@@ -174,8 +174,11 @@ static int io_append(void *ctx, uint64_t seq, uint64_t term, const void *data, s
 	struct sequencer *s = ctx;
 	int r = journal_append(s->journal, seq, term, data, len);
 
-	if (r < 0)
+	if (r < 0) {
+		if (r == -ENOSPC || r == -EDQUOT)
+			seq_journal_error(s, "journal", r); /* raft asks for it again later */
 		return r;
+	}
 	s->journal_dirty = 1;
 	if (s->state != SEQ_PRIMARY) /* replicated: the primary's command numbers */
 		seq_gw_note(s, data, len);
@@ -612,7 +615,7 @@ static void on_sync_done(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (r < 0) {
-		seq_fail(s, "journal fsync", r);
+		seq_journal_error(s, "journal fsync", r);
 		return;
 	}
 	s->st.journal_syncs += (unsigned)r;

@@ -42,6 +42,10 @@ struct raft {
 	uint64_t transfer_until; /* abandoned at this time */
 	uint64_t transfer_sent; /* last TIMEOUT_NOW (0: none yet) */
 
+	uint64_t saved_term; /* as last saved (save_state succeeded) */
+	int saved_vote;
+	int down; /* raft_stand_down: no elections started here */
+
 	/* last reported through io.role */
 	enum raft_role rep_role;
 	uint64_t rep_term;
@@ -120,11 +124,28 @@ static void report(struct raft *r)
 		r->io.role(r->io.ctx, r->role, r->term, r->primary);
 }
 
+static int nospace(int e)
+{
+	return e == -ENOSPC || e == -EDQUOT;
+}
+
+/* Persists the term and vote. When the disk is full the term and vote go
+ * back to what was saved (nothing may act on an unsaved vote or term) and
+ * the error climbs to raft_receive or raft_tick, which ignore the message
+ * or the timeout. */
 static int save(struct raft *r)
 {
-	if (r->cfg.bugs & RAFT_BUG_FORGET_VOTE)
-		return r->io.save_state(r->io.ctx, r->term, RAFT_NOBODY);
-	return r->io.save_state(r->io.ctx, r->term, r->voted_for);
+	int e = r->io.save_state(r->io.ctx, r->term,
+				 r->cfg.bugs & RAFT_BUG_FORGET_VOTE ? RAFT_NOBODY : r->voted_for);
+
+	if (e == 0) {
+		r->saved_term = r->term;
+		r->saved_vote = r->voted_for;
+	} else if (nospace(e)) {
+		r->term = r->saved_term;
+		r->voted_for = r->saved_vote;
+	}
+	return e;
 }
 
 static void emit(struct raft *r, struct raft_msg *m)
@@ -464,8 +485,11 @@ static int start_election(struct raft *r, uint64_t now)
 	r->role = RAFT_CANDIDATE;
 	r->election_at = now + election_timeout(r);
 	r->stats.elections++;
-	if ((e = save(r)) < 0)
+	if ((e = save(r)) < 0) {
+		if (nospace(e))
+			r->role = RAFT_STANDBY; /* no new term: a standby as before */
 		return e;
+	}
 	report(r);
 	ask_votes(r, 0, r->term);
 	return won(r) ? become_primary(r, now) : 0;
@@ -685,8 +709,13 @@ static int on_append(struct raft *r, const struct raft_msg *m, uint64_t now)
 			r->stats.truncations++;
 			last = s - 1;
 		}
-		if ((e = r->io.append(r->io.ctx, s, en->term, en->data, en->len)) < 0)
-			return e;
+		if ((e = r->io.append(r->io.ctx, s, en->term, en->data, en->len)) < 0) {
+			if (!nospace(e))
+				return e;
+			r->stats.nospace++; /* the rest is asked for again later */
+			n = k;
+			break;
+		}
 		r->stats.entries_appended++;
 		last = s;
 	}
@@ -721,7 +750,7 @@ static int term_insane(struct raft *r, const struct raft_msg *m)
 	return 0;
 }
 
-int raft_receive(struct raft *r, const struct raft_msg *m, uint64_t now)
+static int receive(struct raft *r, const struct raft_msg *m, uint64_t now)
 {
 	int e;
 
@@ -787,10 +816,39 @@ int raft_durable(struct raft *r, uint64_t now)
 	return 0;
 }
 
-int raft_tick(struct raft *r, uint64_t now)
+int raft_receive(struct raft *r, const struct raft_msg *m, uint64_t now)
+{
+	int e = receive(r, m, now);
+
+	if (nospace(e)) { /* a term or vote could not be saved: as if never received */
+		r->stats.nospace++;
+		return 0;
+	}
+	return e;
+}
+
+int raft_stand_down(struct raft *r, int down, uint64_t now)
+{
+	int e = 0;
+
+	if (down && !r->down && r->role == RAFT_PRIMARY)
+		e = step_down(r, r->term, now);
+	if (down && r->role != RAFT_STANDBY && r->role != RAFT_PRIMARY) {
+		r->role = RAFT_STANDBY;
+		report(r);
+	}
+	r->down = down;
+	return e;
+}
+
+static int tick(struct raft *r, uint64_t now)
 {
 	if (r->role == RAFT_PRIMARY)
 		return primary_tick(r, now);
+	if (now >= r->election_at && r->down) {
+		r->election_at = now + election_timeout(r); /* stands for nothing */
+		return 0;
+	}
 	if (now >= r->election_at)
 		return start_prevote(r, now);
 	if (r->req_pending && now - r->req_at >= r->cfg.request_ns) {
@@ -798,6 +856,17 @@ int raft_tick(struct raft *r, uint64_t now)
 		maybe_request(r, now);
 	}
 	return 0;
+}
+
+int raft_tick(struct raft *r, uint64_t now)
+{
+	int e = tick(r, now);
+
+	if (nospace(e)) { /* no new term without saving it: tried again later */
+		r->stats.nospace++;
+		return 0;
+	}
+	return e;
 }
 
 uint64_t raft_deadline(const struct raft *r)
@@ -854,6 +923,8 @@ int raft_open(struct raft **out, const struct raft_config *cfg, const struct raf
 		r->term = term_at(r, last_seq(r));
 		r->voted_for = cfg->id;
 	}
+	r->saved_term = r->term;
+	r->saved_vote = r->voted_for;
 	r->primary = RAFT_NOBODY;
 	r->transfer_to = RAFT_NOBODY;
 	r->role = RAFT_STANDBY;

@@ -194,6 +194,7 @@ struct raft_stats {
 	uint64_t transfers; /* hand-overs started (raft_transfer) */
 	uint64_t transfers_abandoned; /* not done within election_max */
 	uint64_t timeout_now; /* TIMEOUT_NOW obeyed: elections started at once */
+	uint64_t nospace; /* a full disk: entries not appended, a term or vote not saved */
 };
 
 /* A message may raise a member's term by at most this much: a term that far
@@ -219,6 +220,15 @@ struct raft;
 int raft_open(struct raft **out, const struct raft_config *cfg, const struct raft_io *io,
 	      uint64_t now);
 void raft_close(struct raft *r); /* accepts NULL */
+
+/* A member whose disk is full (down = 1) stands down: a primary steps down
+ * to standby in its term, so that the others elect a member that can write,
+ * and no election starts here until down = 0. Whatever the call, an append
+ * or a save_state that fails with -ENOSPC or -EDQUOT is not fatal: the
+ * entries not appended are asked for again later, and a term or vote not
+ * saved is forgotten with the message or timeout that raised it (counted:
+ * stats.nospace). Returns 0 or a negative errno. */
+int raft_stand_down(struct raft *r, int down, uint64_t now);
 
 /* io.durable_seq moved: a primary commits what a majority now holds on
  * disk, a standby ACKs its primary. */

@@ -29,6 +29,7 @@
 #include "srcbudget.h"
 #include "sequencer.h"
 
+#define SEQ_DISK_ROOM (8u << 20) /* free bytes a node with a full disk waits for */
 #define SEQ_GW_SLOTS 512 /* open addressing, load <= 1/2 at SEQ_MAX_GATEWAYS */
 
 /* One gateway's command stream, keyed by its MoldUDP64 session. */
@@ -154,6 +155,10 @@ struct sequencer {
 	int gw_dirty; /* the journal was cut: the gateways' next numbers need a rescan */
 	int primary_id; /* the primary we know, or RAFT_NOBODY */
 	struct seq_flow flow;
+	/* The journal cannot be written (ENOSPC, EDQUOT): no command is
+	 * sequenced, and raft stands down (stood_down follows disk_full at the
+	 * next heartbeat tick, outside any raft call) until the disk has room. */
+	int disk_full, stood_down;
 
 	struct seq_stats st;
 };
@@ -163,6 +168,9 @@ struct sequencer {
 /* A fatal error: logs "what: error: stopping", marks the node failed and
  * breaks the loop. */
 void seq_fail(struct sequencer *s, const char *what, int err);
+/* A journal error: a full disk (ENOSPC, EDQUOT) sets disk_full (logged
+ * once) and returns 1; anything else is fatal (seq_fail) and returns 0. */
+int seq_journal_error(struct sequencer *s, const char *what, int err);
 /* Opens the UDP socket `what` at addr into *fd (logging why it cannot).
  * Returns 0 or a negative errno. */
 int seq_open_udp(const char *what, const char *addr, const struct net_udp_options *o, int *fd);

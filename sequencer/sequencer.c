@@ -47,6 +47,22 @@ void seq_fail(struct sequencer *s, const char *what, int err)
 	ev_break(s->loop, EVBREAK_ALL);
 }
 
+int seq_journal_error(struct sequencer *s, const char *what, int err)
+{
+	if (err != -ENOSPC && err != -EDQUOT) {
+		seq_fail(s, what, err);
+		return 0;
+	}
+	if (!s->disk_full) {
+		s->disk_full = 1;
+		s->st.disk_full++;
+		log_err("%s: %s: this node sequences and acknowledges nothing more until its disk "
+			"has room again (%u MiB free); it stands down (STATUS disk=full)",
+			what, strerror(-err), SEQ_DISK_ROOM >> 20);
+	}
+	return 1;
+}
+
 /* Written before anything leaves: every raft output and every tape
  * datagram leaves only after what the journal was given is written (under
  * fsync = disk a background sync starts, and events are committed, hence
@@ -246,7 +262,7 @@ static void tape_time_event(struct sequencer *s, uint64_t now)
 	s->now_ns = now;
 	s->now_wall = wall_ns();
 	if ((r = emit_event(s, NULL, 0, NULL, 0)) < 0 || (r = seq_tape_flush(s)) < 0) {
-		seq_fail(s, "time event", r);
+		seq_journal_error(s, "time event", r);
 		return;
 	}
 	s->st.time_events++;
@@ -346,6 +362,19 @@ static void send_tape_control(struct sequencer *s, int eos)
 	s->last_tape_send_ns = mono_ns();
 }
 
+/* A full disk: once what waits in the journal's buffer is written and
+ * SEQ_DISK_ROOM is free, the node stands again. */
+static void disk_retry(struct sequencer *s)
+{
+	int r = journal_flush(s->journal);
+
+	if (r < 0 || journal_free_bytes(s->journal) < SEQ_DISK_ROOM)
+		return;
+	s->disk_full = 0;
+	log_notice("journal: the disk has room again (%llu MiB free): this node stands again",
+		   (unsigned long long)(journal_free_bytes(s->journal) >> 20));
+}
+
 static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct sequencer *s = container_of(w, struct sequencer, heartbeat);
@@ -355,13 +384,18 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	r = journal_tick(s->journal, now / 1000000u);
-	if (r < 0) {
-		seq_fail(s, "journal fsync", r);
+	if (r < 0 && !seq_journal_error(s, "journal fsync", r))
 		return;
+	if (s->disk_full)
+		disk_retry(s);
+	if (s->disk_full != s->stood_down) {
+		s->stood_down = s->disk_full;
+		s->now_ns = now;
+		seq_group_done(s, raft_stand_down(s->raft, s->disk_full, now));
 	}
 	seq_flow_tick(s, now);
 	/* only the primary speaks on the tape */
-	if (s->state == SEQ_PRIMARY && s->cfg.time_event_ns &&
+	if (s->state == SEQ_PRIMARY && !s->disk_full && s->cfg.time_event_ns &&
 	    now - s->last_event_ns >= s->cfg.time_event_ns)
 		tape_time_event(s, now);
 	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)

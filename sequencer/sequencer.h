@@ -94,6 +94,8 @@ struct seq_stats {
 	uint64_t time_events; /* events of time alone, sequenced on an idle tape */
 	uint64_t journal_syncs; /* fsync = disk: background syncs that moved journal_durable */
 	uint64_t journal_durable; /* fsync = disk: the last seq on this node's disk */
+	uint64_t disk_full; /* times the journal found its disk full (then it stands down) */
+	uint64_t commands_disk_full; /* command datagrams not sequenced while the disk was full */
 	uint64_t tape_send_errors;
 	uint64_t retrans_requests; /* well-formed requests served */
 	uint64_t retrans_bad_requests; /* wrong length or session */
