@@ -82,15 +82,15 @@ int journal_grow(void **arr, size_t *cap, size_t need, size_t elem)
 
 int journal_seg_reserve(struct jseg *s)
 {
-	size_t cap = s->cap;
+	size_t cap = s->cap, need = ((size_t)s->n >> IDX_SHIFT) + 1;
 	void *p = s->off;
 	int r;
 
-	if (s->n < s->cap)
-		return 0;
-	if (s->cap == UINT32_MAX)
+	if (s->n == UINT32_MAX)
 		return -ENOMEM;
-	r = journal_grow(&p, &cap, (size_t)s->n + 1, sizeof(uint32_t));
+	if (need <= s->cap)
+		return 0;
+	r = journal_grow(&p, &cap, need, sizeof(uint32_t));
 	if (r < 0)
 		return r;
 	s->off = p;
@@ -263,6 +263,7 @@ static int seg_restart(struct journal *j, uint64_t first)
 		free(j->segs[0].off);
 		j->nsegs = 0;
 		journal_rfd_drop(j);
+		j->gen++; /* another file under segment 0: the read cache goes */
 	}
 	journal_durable_cut(j, 0);
 	return seg_create(j, first);
@@ -303,7 +304,7 @@ int journal_append(struct journal *j, uint64_t seq, uint64_t term, const void *d
 	if (len)
 		memcpy(p + REC_HDR, data, len);
 	put_le32(p + REC_HDR + len, crc32c(0, p, REC_HDR + len));
-	s->off[s->n++] = (uint32_t)s->size;
+	journal_seg_note(s, (uint32_t)s->size);
 	s->size += rec;
 	j->wlen += rec;
 	j->want = seq + 1;
@@ -399,8 +400,13 @@ int journal_truncate_after(struct journal *j, uint64_t seq)
 	s = tail(j);
 	n = seq + 1 - s->first_seq;
 	if (r == 0 && n < s->n) {
-		s->size = s->off[n];
-		s->n = (uint32_t)n;
+		uint64_t at;
+
+		r = journal_rec_off(j, j->nsegs - 1, n, &at);
+		if (r == 0) {
+			s->size = at;
+			s->n = (uint32_t)n;
+		}
 	}
 	j->want = s->first_seq + s->n;
 	journal_durable_cut(j, j->want - 1);

@@ -212,7 +212,7 @@ static int scan_note(struct journal *j, struct jseg *s, const uint8_t *p, uint32
 			return -ENOMEM;
 		s->n++;
 	} else {
-		s->off[s->n++] = at;
+		journal_seg_note(s, at);
 	}
 	journal_runs_note(j, seq, get_le64(p + 12));
 	return 0;
@@ -440,6 +440,7 @@ static void free_journal(struct journal *j)
 	free(j->segs);
 	free(j->runs);
 	free(j->wbuf);
+	free(j->rc);
 	free(j);
 }
 

@@ -37,11 +37,21 @@
 #define WBUF_SIZE (256u << 10) /* holds several records of REC_MAX */
 #define SEQ_MAX (UINT64_MAX - 1) /* so that last + 1 never wraps */
 
+/* The index is sparse: where every IDX_EVERY-th record of a segment starts
+ * (about 0.06 bytes a record); a lookup steps over at most IDX_EVERY - 1
+ * record headers from there, through the read cache. */
+#define IDX_SHIFT 6
+#define IDX_EVERY (1u << IDX_SHIFT)
+#define RCACHE_SIZE (128u << 10) /* journal_read's cache of one segment's bytes (> REC_MAX) */
+#define RCACHE_FILL (8u << 10) /* what a miss reads, unless a record needs more */
+
+_Static_assert(RCACHE_SIZE >= REC_MAX, "a record fits the read cache");
+
 struct jseg {
 	uint64_t first_seq; /* also the file name */
 	uint64_t size; /* header and records, those still in the write buffer included */
-	uint32_t *off; /* off[i]: where record first_seq + i starts */
-	uint32_t n, cap;
+	uint32_t *off; /* off[k]: where record first_seq + k * IDX_EVERY starts */
+	uint32_t n, cap; /* records; entries of off allocated */
 };
 
 /* Records from seq up to the next run's seq have this term. */
@@ -76,6 +86,13 @@ struct journal {
 	struct journal_async async; /* INTERVAL: the syncer thread's sync */
 	int rfd; /* segment rseg read-only, for journal_read; -1 when none */
 	unsigned rseg;
+	/* bytes [rc_off, rc_off + rc_len) of segment rc_seg as written, for
+	 * lookups and journal_read (RCACHE_SIZE from the first read); valid
+	 * while rc_gen == gen */
+	uint8_t *rc;
+	uint64_t rc_off;
+	size_t rc_len;
+	unsigned rc_seg, rc_gen;
 	struct term_run *runs;
 	size_t nruns, runs_cap;
 	unsigned gen; /* bumped whenever records are removed: iterators go stale */
@@ -116,8 +133,23 @@ void journal_seg_name(char name[32], uint64_t seq);
 ssize_t journal_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Grows *arr (of *cap elements of elem bytes) to hold need; 0 or -ENOMEM. */
 int journal_grow(void **arr, size_t *cap, size_t need, size_t elem);
-/* Room for one more index entry in s, one more segment in j. */
+/* Room in s's index for its next record, one more segment in j. */
 int journal_seg_reserve(struct jseg *s);
+/* Notes that record s->n (the segment's next) starts at `at`; after
+ * journal_seg_reserve. */
+static inline void journal_seg_note(struct jseg *s, uint32_t at)
+{
+	if ((s->n & (IDX_EVERY - 1)) == 0)
+		s->off[s->n >> IDX_SHIFT] = at;
+	s->n++;
+}
+/* Where record first_seq + i of segment k starts (i < its n, or i == n:
+ * its end). 0 or -EIO. */
+int journal_rec_off(struct journal *j, unsigned k, uint64_t i, uint64_t *off);
+/* Makes bytes [off, off + need) of segment k readable at *p: from the write
+ * buffer, or the read cache (refilled from the file). 0, -EIO when the
+ * segment ends sooner, or -errno. */
+int journal_bytes_at(struct journal *j, unsigned k, uint64_t off, size_t need, const uint8_t **p);
 int journal_segs_reserve(struct journal *j);
 /* Makes room for a run in case term starts a new one. */
 int journal_runs_reserve(struct journal *j, uint64_t term);

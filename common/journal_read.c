@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -91,65 +90,96 @@ uint64_t journal_term_at(const struct journal *j, uint64_t seq)
 	return j->runs[journal_last_at(j->runs, j->nruns, sizeof(*j->runs), seq)].term;
 }
 
-int journal_read(struct journal *j, uint64_t seq, void *buf, size_t cap, uint64_t *term)
+int journal_bytes_at(struct journal *j, unsigned k, uint64_t off, size_t need, const uint8_t **p)
 {
-	uint8_t hdr[REC_HDR], crc[4];
-	struct iovec iov[3];
-	uint64_t off, end, i;
-	struct jseg *s;
-	unsigned k;
-	size_t len;
 	ssize_t n;
 	int fd;
+
+	if (k == j->nsegs - 1 && j->wfd >= 0 && off >= j->wbase) {
+		if (off + need > j->wbase + j->wlen)
+			return -EIO;
+		*p = j->wbuf + (off - j->wbase);
+		return 0;
+	}
+	if (j->rc && j->rc_gen == j->gen && j->rc_seg == k && off >= j->rc_off &&
+	    off + need <= j->rc_off + j->rc_len) {
+		*p = j->rc + (off - j->rc_off);
+		return 0;
+	}
+	if (need > RCACHE_SIZE)
+		return -EIO;
+	if (!j->rc && !(j->rc = malloc(RCACHE_SIZE)))
+		return -ENOMEM;
+	if ((fd = seg_fd(j, k)) < 0)
+		return fd;
+	/* a lookup's steps and its record fit RCACHE_FILL for most records;
+	 * a bigger record reads what it needs */
+	n = journal_pread_full(fd, j->rc, need > RCACHE_FILL ? need : RCACHE_FILL, off);
+	if (n < 0)
+		return (int)n;
+	/* not past what is written: the rest is the write buffer's */
+	if (k == j->nsegs - 1 && j->wfd >= 0 && off + (uint64_t)n > j->wbase)
+		n = (ssize_t)(j->wbase - off);
+	j->rc_seg = k;
+	j->rc_gen = j->gen;
+	j->rc_off = off;
+	j->rc_len = (size_t)n;
+	if ((size_t)n < need)
+		return -EIO;
+	*p = j->rc;
+	return 0;
+}
+
+int journal_rec_off(struct journal *j, unsigned k, uint64_t i, uint64_t *off)
+{
+	struct jseg *s = &j->segs[k];
+	uint64_t at;
+	const uint8_t *p;
+	int r;
+
+	if (i >= s->n) {
+		*off = s->size;
+		return 0;
+	}
+	at = j->opt.no_index ? SEG_HDR : s->off[i >> IDX_SHIFT];
+	for (uint64_t skip = j->opt.no_index ? i : (i & (IDX_EVERY - 1)); skip; skip--) {
+		if ((r = journal_bytes_at(j, k, at, REC_HDR, &p)) < 0)
+			return r;
+		if (get_le32(p) > JOURNAL_MAX_RECORD)
+			return -EIO;
+		at += REC_OVERHEAD + get_le32(p);
+	}
+	*off = at;
+	return 0;
+}
+
+int journal_read(struct journal *j, uint64_t seq, void *buf, size_t cap, uint64_t *term)
+{
+	const uint8_t *p;
+	uint64_t off;
+	unsigned k;
+	size_t len;
+	int r;
 
 	if (is_empty(j) || seq < j->segs[0].first_seq || seq >= j->want)
 		return -ENOENT;
 	k = seg_find(j, seq);
-	s = &j->segs[k];
-	i = seq - s->first_seq;
-	if (j->opt.no_index) {
-		/* no index: walk the record headers from the segment's start */
-		fd = seg_fd(j, k);
-		if (fd < 0)
-			return fd;
-		for (off = SEG_HDR;; off += REC_OVERHEAD + get_le32(hdr)) {
-			if (journal_pread_full(fd, hdr, REC_HDR, off) != (ssize_t)REC_HDR ||
-			    get_le32(hdr) > JOURNAL_MAX_RECORD)
-				return -EIO;
-			if (i-- == 0)
-				break;
-		}
-		end = off + REC_OVERHEAD + get_le32(hdr);
-	} else {
-		off = s->off[i];
-		end = i + 1 < s->n ? s->off[i + 1] : s->size;
-	}
-	len = (size_t)(end - off) - REC_OVERHEAD;
+	if ((r = journal_rec_off(j, k, seq - j->segs[k].first_seq, &off)) < 0 ||
+	    (r = journal_bytes_at(j, k, off, REC_HDR, &p)) < 0)
+		return r;
+	len = get_le32(p);
+	if (len > JOURNAL_MAX_RECORD)
+		return -EIO;
 	if (cap < len)
 		return -ENOSPC;
-	if (k == j->nsegs - 1 && j->wfd >= 0 && off >= j->wbase) {
-		const uint8_t *p = j->wbuf + (off - j->wbase);
-
-		if (len)
-			memcpy(buf, p + REC_HDR, len);
-		if (term)
-			*term = get_le64(p + 12);
-		return (int)len;
-	}
-	fd = seg_fd(j, k);
-	if (fd < 0)
-		return fd;
-	iov[0] = (struct iovec){ hdr, REC_HDR };
-	iov[1] = (struct iovec){ buf, len };
-	iov[2] = (struct iovec){ crc, 4 };
-	do
-		n = preadv(fd, iov, 3, (off_t)off);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)(len + REC_OVERHEAD) || get_le32(hdr) != len || get_le64(hdr + 4) != seq ||
-	    crc32c(crc32c(0, hdr, REC_HDR), buf, len) != get_le32(crc))
+	if ((r = journal_bytes_at(j, k, off, REC_OVERHEAD + len, &p)) < 0)
+		return r;
+	if (get_le64(p + 4) != seq || crc32c(0, p, REC_HDR + len) != get_le32(p + REC_HDR + len))
 		return -EIO;
+	if (len)
+		memcpy(buf, p + REC_HDR, len);
 	if (term)
-		*term = get_le64(hdr + 12);
+		*term = get_le64(p + 12);
 	return (int)len;
 }
 
@@ -223,19 +253,18 @@ int journal_iter_next(struct journal_iter *it, uint64_t *seq, uint64_t *term, co
 			it->seq = j->segs[0].first_seq;
 		it->seg = seg_find(j, it->seq);
 		s = &j->segs[it->seg];
-		if (j->opt.no_index) {
-			/* no index: step over the segment's records before it */
-			it->off = SEG_HDR;
-			for (uint64_t k = s->first_seq; k < it->seq; k++) {
-				if ((r = iter_fill(it, REC_HDR)) < 0)
-					return r;
-				n = get_le32(it->buf + (it->off - it->bstart));
-				if (n > JOURNAL_MAX_RECORD)
-					return -EIO;
-				it->off += REC_OVERHEAD + n;
-			}
-		} else {
-			it->off = s->off[it->seq - s->first_seq];
+		/* from the index entry at or before it, step over the records
+		 * between (without an index, from the segment's start) */
+		it->off = j->opt.no_index ? SEG_HDR : s->off[(it->seq - s->first_seq) >> IDX_SHIFT];
+		for (uint64_t k = j->opt.no_index ? s->first_seq
+						 : it->seq - ((it->seq - s->first_seq) & (IDX_EVERY - 1));
+		     k < it->seq; k++) {
+			if ((r = iter_fill(it, REC_HDR)) < 0)
+				return r;
+			n = get_le32(it->buf + (it->off - it->bstart));
+			if (n > JOURNAL_MAX_RECORD)
+				return -EIO;
+			it->off += REC_OVERHEAD + n;
 		}
 		it->positioned = 1;
 	}
