@@ -370,3 +370,88 @@ run_drill() {
 		fail "drill $d $*"
 	fi
 }
+
+# ---- Power cuts without a power cut (tests/powercut.c). A node "armed"
+# runs under tests/libpowercut.so, which keeps in $T/powercut/NODE what its
+# state directory $T/NODE would hold after a power cut at any moment
+# (strict POSIX: contents synced by fsync/fdatasync, names only once their
+# directory is fsynced); powercut_cut kills it with SIGKILL and puts that
+# image in place. E.g.
+#	cluster_up --set sequencer.fsync=batch
+#	powercut_arm seq-1
+#	... orders acknowledged ...
+#	powercut_cut seq-1
+#	"$CLUSTER" start seq-1 --dir "$T"   # still armed: a fresh snapshot
+#	... what was acknowledged is still there ...
+POWERCUT_LIB=$top_builddir/tests/libpowercut.so
+POWERCUT_RESTORE=$top_srcdir/tests/powercut_restore
+
+# powercut_asan_options: $ASAN_OPTIONS for a process the shim is preloaded
+# into: a sanitized binary otherwise refuses a library loaded before its
+# runtime (the shim itself is built without sanitizers).
+powercut_asan_options() { echo "${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"; }
+
+# pid_running PID: the process exists and is not a zombie (a zombie's files
+# are closed, all its writes done).
+pid_running() { [ -d "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+
+# powercut_arm NODE...: stops the NODEs that run (cleanly: ops/cluster
+# stop), and starts them all again under the shim, through $T/NODE.env
+# (ops/cluster), with a new model: at its start the shim takes everything
+# in $T/NODE as durable. The NODEs stay armed, through later starts, until
+# powercut_disarm.
+powercut_arm() {
+	local n p up=()
+	[ -x "$POWERCUT_LIB" ] || fail "$POWERCUT_LIB not built"
+	for n in "$@"; do
+		[ -f "$T/$n.conf" ] || fail "powercut_arm: no node $n in $T"
+		p=$(cat "$T/$n.pid" 2>/dev/null || true)
+		if [ -n "$p" ] && pid_running "$p"; then up+=("$n"); fi
+	done
+	[ ${#up[@]} -eq 0 ] || "$CLUSTER" stop "${up[@]}" --dir "$T" >/dev/null ||
+		fail "powercut_arm: ops/cluster stop ${up[*]}"
+	mkdir -p "$T/powercut"
+	for n in "$@"; do
+		rm -rf "${T:?}/powercut/$n"
+		printf '%s\n' "# tests/lib.sh powercut_arm" "LD_PRELOAD=$POWERCUT_LIB" "POWERCUT_ROOT=$T/$n" \
+			"POWERCUT_SHADOW=$T/powercut/$n" "ASAN_OPTIONS=$(powercut_asan_options)" >"$T/$n.env"
+	done
+	"$CLUSTER" start "$@" --dir "$T" >/dev/null || fail "powercut_arm: $* did not start under the shim"
+	for n in "$@"; do
+		[ -f "$T/powercut/$n/root" ] || fail "powercut_arm: $n runs without a model in $T/powercut/$n"
+	done
+}
+
+# powercut_cut NODE...: the power cut: SIGKILL to every NODE at once (each
+# must be armed and running), then, once all are dead, each one's state
+# directory replaced by its durable image (tests/powercut_restore). The
+# NODEs are left stopped; started again, they run armed, from a fresh
+# snapshot of the restored directory.
+powercut_cut() {
+	local n p pids=()
+	for n in "$@"; do
+		[ -f "$T/$n.env" ] || fail "powercut_cut: $n is not armed (powercut_arm)"
+		p=$(cat "$T/$n.pid" 2>/dev/null || true)
+		if [ -z "$p" ] || ! pid_running "$p"; then fail "powercut_cut: $n is not running"; fi
+		pids+=("$p")
+	done
+	kill -KILL "${pids[@]}"
+	for p in "${pids[@]}"; do
+		for _ in $(seq 1 100); do
+			pid_running "$p" || break
+			sleep 0.05
+		done
+		! pid_running "$p" || fail "powercut_cut: pid $p still runs 5 s after SIGKILL"
+	done
+	for n in "$@"; do
+		rm -f "$T/$n.pid"
+		python3 "$POWERCUT_RESTORE" "$T/$n" "$T/powercut/$n" || fail "powercut_cut: $n: powercut_restore"
+	done
+}
+
+# powercut_disarm NODE...: the NODEs start without the shim from now on;
+# one running keeps it, and its model in $T/powercut/NODE, until it stops.
+powercut_disarm() {
+	local n
+	for n in "$@"; do rm -f "$T/$n.env"; done
+}
