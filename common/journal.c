@@ -214,6 +214,10 @@ static int seg_create(struct journal *j, uint64_t first)
 	memcpy(hdr, SEG_MAGIC, 8);
 	put_le64(hdr + 8, first);
 	r = pwrite_full(fd, hdr, SEG_HDR, 0);
+	/* the header on disk before the name: a crash never leaves a named
+	 * segment without its header (the first one would be refused) */
+	if (r == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE && fdatasync(fd) < 0)
+		r = -errno;
 	if (r == 0)
 		r = journal_dir_sync(j);
 	if (r < 0) {

@@ -377,7 +377,7 @@ run_drill() {
 # (strict POSIX: contents synced by fsync/fdatasync, names only once their
 # directory is fsynced); powercut_cut kills it with SIGKILL and puts that
 # image in place. E.g.
-#	cluster_up --set sequencer.fsync=batch
+#	cluster_up
 #	powercut_arm seq-1
 #	... orders acknowledged ...
 #	powercut_cut seq-1

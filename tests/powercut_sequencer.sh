@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/lib.sh's power-cut helpers on a real daemon: a single sequencer
-# with fsync=batch (durable before visible) runs armed (powercut_arm),
+# with fsync = disk (durable before visible: the default) runs armed (powercut_arm),
 # orders are accepted, and the power is cut (powercut_cut: SIGKILL, then
 # its state directory as strict POSIX would have left it). Started again,
 # it must hold every event the matchers applied from the tape; the cluster
@@ -8,7 +8,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built tests/libpowercut.so lockstep-client
 SEQUENCERS=1
-cluster_up --set sequencer.fsync=batch
+cluster_up
 
 # orders N TOKEN: N buy orders of TRADR1, each accepted.
 orders() {
