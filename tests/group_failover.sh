@@ -6,13 +6,16 @@
 # over in the next term; wrong requests are refused), the primary
 # SIGSTOPped past the election timeout and resumed (deposed: a standby in the
 # new term), every sequencer SIGTERMed at once and restarted (nothing
-# committed lost). After each: every order answered exactly once, every
+# committed lost), the power cut on a majority at once (power-cut
+# --majority, under the power-cut model: nothing committed lost, no seq
+# reused). After each: every order answered exactly once, every
 # journal verifies, the journals agree up to the commit, the matchers agree.
 # Fails on any VIOLATION line; prints the failover times measured (info:).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 use_tmpdir
 trap 'exit 143' TERM INT
-for d in "kill-primary --times 2" "step-down --times 2" hang-primary restart-all; do
+for d in "kill-primary --times 2" "step-down --times 2" hang-primary restart-all \
+	"power-cut --majority"; do
 	# shellcheck disable=SC2086 # $d is the drill's name and options
 	run_drill 120 $d --sequencers 3
 	o=$T/${d%% *}.out

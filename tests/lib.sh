@@ -386,14 +386,7 @@ run_drill() {
 POWERCUT_LIB=$top_builddir/tests/libpowercut.so
 POWERCUT_RESTORE=$top_srcdir/tests/powercut_restore
 
-# powercut_asan_options: $ASAN_OPTIONS for a process the shim is preloaded
-# into: a sanitized binary otherwise refuses a library loaded before its
-# runtime (the shim itself is built without sanitizers).
-powercut_asan_options() { echo "${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"; }
-
-# pid_running PID: the process exists and is not a zombie (a zombie's files
-# are closed, all its writes done).
-pid_running() { [ -d "/proc/$1" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+. "$top_srcdir/ops/lib/powercut.sh"
 
 # powercut_arm NODE...: stops the NODEs that run (cleanly: ops/cluster
 # stop), and starts them all again under the shim, through $T/NODE.env
@@ -406,16 +399,11 @@ powercut_arm() {
 	for n in "$@"; do
 		[ -f "$T/$n.conf" ] || fail "powercut_arm: no node $n in $T"
 		p=$(cat "$T/$n.pid" 2>/dev/null || true)
-		if [ -n "$p" ] && pid_running "$p"; then up+=("$n"); fi
+		if [ -n "$p" ] && pc_pid_running "$p"; then up+=("$n"); fi
 	done
 	[ ${#up[@]} -eq 0 ] || "$CLUSTER" stop "${up[@]}" --dir "$T" >/dev/null ||
 		fail "powercut_arm: ops/cluster stop ${up[*]}"
-	mkdir -p "$T/powercut"
-	for n in "$@"; do
-		rm -rf "${T:?}/powercut/$n"
-		printf '%s\n' "# tests/lib.sh powercut_arm" "LD_PRELOAD=$POWERCUT_LIB" "POWERCUT_ROOT=$T/$n" \
-			"POWERCUT_SHADOW=$T/powercut/$n" "ASAN_OPTIONS=$(powercut_asan_options)" >"$T/$n.env"
-	done
+	for n in "$@"; do pc_env "$T" "$n" "$POWERCUT_LIB"; done
 	"$CLUSTER" start "$@" --dir "$T" >/dev/null || fail "powercut_arm: $* did not start under the shim"
 	for n in "$@"; do
 		[ -f "$T/powercut/$n/root" ] || fail "powercut_arm: $n runs without a model in $T/powercut/$n"
@@ -428,25 +416,9 @@ powercut_arm() {
 # NODEs are left stopped; started again, they run armed, from a fresh
 # snapshot of the restored directory.
 powercut_cut() {
-	local n p pids=()
-	for n in "$@"; do
-		[ -f "$T/$n.env" ] || fail "powercut_cut: $n is not armed (powercut_arm)"
-		p=$(cat "$T/$n.pid" 2>/dev/null || true)
-		if [ -z "$p" ] || ! pid_running "$p"; then fail "powercut_cut: $n is not running"; fi
-		pids+=("$p")
-	done
-	kill -KILL "${pids[@]}"
-	for p in "${pids[@]}"; do
-		for _ in $(seq 1 100); do
-			pid_running "$p" || break
-			sleep 0.05
-		done
-		! pid_running "$p" || fail "powercut_cut: pid $p still runs 5 s after SIGKILL"
-	done
-	for n in "$@"; do
-		rm -f "$T/$n.pid"
-		python3 "$POWERCUT_RESTORE" "$T/$n" "$T/powercut/$n" || fail "powercut_cut: $n: powercut_restore"
-	done
+	local why
+	why=$(pc_kill "$T" "$@" 2>&1) || fail "powercut_cut: $why"
+	why=$(pc_restore "$T" "$POWERCUT_RESTORE" "$@" 2>&1) || fail "powercut_cut: $why"
 }
 
 # powercut_disarm NODE...: the NODEs start without the shim from now on;

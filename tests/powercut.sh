@@ -50,7 +50,7 @@ fill() {
 cut() {
 	local d=$T/$1 s=$T/$1.shadow ready=$T/$1.ready pid
 	fill "$d"
-	LD_PRELOAD=$POWERCUT_LIB POWERCUT_ROOT=$d POWERCUT_SHADOW=$s ASAN_OPTIONS=$(powercut_asan_options) \
+	LD_PRELOAD=$POWERCUT_LIB POWERCUT_ROOT=$d POWERCUT_SHADOW=$s ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
 		"$top_builddir/tests/powercut_writer" "$d" "$1" "$ready" >"$T/$1.out" 2>&1 &
 	pid=$!
 	for _ in $(seq 1 100); do
