@@ -44,11 +44,10 @@ const struct config_key seq_config_keys[] = {
 	K("tape_ttl", CONFIG_UINT, tape_ttl, 0, "1", 0, 255, NULL, "multicast TTL of the tape"),
 	K("heartbeat", CONFIG_DURATION, heartbeat_ns, 0, "100ms", 1e6, 60e9, NULL,
 	  "send a tape heartbeat when nothing was sent for this long"),
-	K("time_event", CONFIG_DURATION, time_event_ns, 0, "0s", 0, 60e9, NULL,
+	K("time_event", CONFIG_DURATION, time_event_ns, 0, "100ms", 0, 60e9, NULL,
 	  "sequence an event of time alone when nothing was sequenced for this long, so that "
 	  "orders expire on an idle market (the matchers' only clock is the tape): an expiry "
-	  "is applied within time_event + heartbeat / 2 of its time; 100ms is the value meant "
-	  "(0s, the default for now: never)"),
+	  "is applied within time_event + heartbeat / 2 of its time (0s: never)"),
 	K("fsync", CONFIG_ENUM, fsync, 0, "disk", 0, 0, fsync_names,
 	  "what an event survives before it is acknowledged and multicast: disk (on the disks of "
 	  "a majority: a power cut of every member), majority-memory (written on a majority, "

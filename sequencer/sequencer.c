@@ -394,9 +394,11 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 		seq_group_done(s, raft_stand_down(s->raft, s->disk_full, now));
 	}
 	seq_flow_tick(s, now);
-	/* only the primary speaks on the tape */
+	/* only the primary speaks on the tape; handing over, it sequences
+	 * nothing new (raft_propose() refuses it), time events included */
 	if (s->state == SEQ_PRIMARY && !s->disk_full && s->cfg.time_event_ns &&
-	    now - s->last_event_ns >= s->cfg.time_event_ns)
+	    now - s->last_event_ns >= s->cfg.time_event_ns &&
+	    raft_transfer_target(s->raft) == RAFT_NOBODY)
 		tape_time_event(s, now);
 	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
 		send_tape_control(s, 0);

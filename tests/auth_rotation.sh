@@ -56,12 +56,12 @@ auth_of() { node_ctl "$1" status --json | sed -n 's/.*"auth": "\([^"]*\)".*/\1/p
 
 drops >"$T/drops.before"
 [ "$(grep -c ' auth_dropped_[a-z]* 0$' "$T/drops.before")" -ge 36 ] || fail "auth_dropped_* counters before: $(cat "$T/drops.before")"
-seq0=$(status_get "$(primary_node)" commit)
+seq0=$(stat_get "$(primary_node)" commands_sequenced)
 bg_start "$T/bench.out" timeout -k 5 120 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 \
 	--rate 2000 --duration 30 --timeout 20 --seed 7 --check-matches --cluster "$T" --json "$T/bench.json"
 BENCH_PID=$BG_PID
 # the load flows before the rotation starts
-flowing() { [ "$(status_get "$(primary_node)" commit)" -gt $((seq0 + 500)) ]; }
+flowing() { [ "$(stat_get "$(primary_node)" commands_sequenced)" -gt $((seq0 + 500)) ]; } # orders, not time events
 wait_for 15 "orders flowing" flowing
 
 # 1. a second key, accepted everywhere; key 1 still the one sent with

@@ -160,12 +160,10 @@ A: buy 100 AAPL 0.5001 token R11
 A: expect Accepted token=R11 *
 S
 
-# Both replicas applied the same tape and agree.
-sleep 0.3
-h1=$(status_field matcher-1 hash) s1=$(status_field matcher-1 seq)
-h2=$(status_field matcher-2 hash) s2=$(status_field matcher-2 seq)
-[ "$s1" = "$s2" ] && [ "$h1" = "$h2" ] || fail "replicas disagree: $s1/$h1 vs $s2/$h2"
-echo "ok: every matching rule; both replicas at seq $s1 with hash $h1"
+# Both replicas applied the same tape and agree (at one seq: time events
+# move the idle tape on between two readings).
+wait_same 15 matcher-1 matcher-2
+echo "ok: every matching rule; both replicas at seq $SEQ with hash $HASH"
 
 # STATS through the daemon skeleton: every daemon flags its own gauges, and
 # lockstepctl --prometheus follows the flags (a level has no _total).

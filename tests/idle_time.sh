@@ -9,8 +9,9 @@
 # and 1.2 s after it was accepted, by the tape's own timestamps (Accepted
 # and Canceled carry them; 50 ms of slack for the wakeups of 2 cores), and
 # the replicas agree; a rebuild from the journal, time events and all,
-# gives their hash. With time_event = 0s (the default for now) the order is
-# still live 2 s later, as before.
+# gives their hash. With time_event = 0s the order is still live 2 s
+# later, as before. A primary handing over (step-down) on an idle tape
+# sequences no time event and stays up.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-client lockstep-replay
 SEQUENCERS=1
@@ -28,7 +29,7 @@ script() {
 # timestamp ("A < HH:MM:SS.nnnnnnnnn Type ...")
 tape_s() { awk '{ split($3, t, ":"); printf "%.9f\n", t[1] * 3600 + t[2] * 60 + t[3] }' <<<"$1"; }
 
-cluster_up --set sequencer.time_event=100ms
+cluster_up # time_event: its default, 100ms
 sleep 0.5 # idle: time events only
 t0=$(stat_get seq-1 time_events)
 out=$(script 1500 <<'S'
@@ -47,8 +48,7 @@ python3 -c "import sys; d = float(sys.argv[1]); sys.exit(0 if 1.0 <= d <= 1.2 el
 	fail "canceled ${delay} s after it was accepted, want 1.0 to 1.2 s (tif 1 + at most 150 ms + slack)"
 info "1-second order canceled ${delay} s after Accepted, by the tape's time; $(($(stat_get seq-1 time_events) - t0)) time events meanwhile"
 agree matcher-1 matcher-2
-seq=$(status_get matcher-1 seq)
-hash=$(status_field matcher-1 hash)
+seq=$SEQ hash=$HASH # where agree found both replicas
 "$CLUSTER" down --dir "$T" >/dev/null
 rb=$("$REPLAY" rebuild "$T/seq-1/journal" --to "$seq" --config "$T/matcher-1.conf" 2>&1) ||
 	fail "rebuild: $rb"
@@ -66,3 +66,31 @@ A: expect-none 2000
 S
 [ "$(stat_get seq-1 time_events)" = 0 ] || fail "time events with time_event = 0s"
 echo "ok: an expiry on an idle tape within 1.2 s of its 1 s (${delay} s); without time events none in 2 s"
+
+# A hand-over (step-down) on an idle tape: a primary handing over sequences
+# nothing new, time events included (raft refuses to journal them: one
+# used to stop the primary, "time event: Device or resource busy"). The
+# standby it hands over to is stopped (SIGSTOP), so that the hand-over
+# lasts until it is abandoned (election_max), past a time event's due time:
+# the primary stays up and primary, and its time events resume.
+"$CLUSTER" down --dir "$T" >/dev/null
+rm -rf "$T"
+SEQUENCERS=3
+cluster_up
+sleep 0.3 # idle: time events only
+pr=$(primary_node)
+to=$(for n in seq-1 seq-2 seq-3; do [ "$n" = "$pr" ] || echo "$n"; done | head -1)
+to_pid=$(cat "$T/$to.pid")
+kill -STOP "$to_pid"
+out=$(node_ctl "$pr" --timeout 2000 step-down $((${to#seq-} - 1)) 2>&1) || true
+kill -CONT "$to_pid"
+info "step-down of $pr to $to (stopped): $out"
+! grep -q 'time event: .*stopping' "$T/$pr.log" ||
+	fail "$pr stopped during a hand-over on an idle tape: $(grep 'stopping' "$T/$pr.log")"
+kill -0 "$(cat "$T/$pr.pid")" 2>/dev/null || fail "$pr exited during a hand-over: $(tail -3 "$T/$pr.log")"
+pr2=$(primary_node)
+t1=$(stat_get "$pr2" time_events)
+sleep 0.5
+t2=$(stat_get "$pr2" time_events)
+[ "${t2:-0}" -gt "${t1:-0}" ] || fail "no time events from $pr2 after the hand-over ($t1, then $t2)"
+echo "ok: a hand-over abandoned on an idle tape: $pr stays up, $pr2 primary, time events go on ($t1, then $t2)"

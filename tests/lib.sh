@@ -179,26 +179,75 @@ seq_hash_state() {
 		"$(sed -n 's/.*"hash": "\{0,1\}\([^,"}]*\).*/\1/p' <<<"$j")" \
 		"$(sed -n 's/.*"state": "\([^"]*\)".*/\1/p' <<<"$j")"
 }
-
-# agree A B: replicas A and B at the same seq with the same hash, B live
-# (a bounded wait; each side's seq and hash from one STATUS).
-agree() {
-	local a b
-	for _ in $(seq 1 150); do
-		read -r -a a <<<"$(seq_hash_state "$1")"
-		read -r -a b <<<"$(seq_hash_state "$2")"
-		[ -n "${a[0]:-}" ] && [ "${a[0]}" = "${b[0]:-}" ] && [ "${b[2]:-}" = live ] && break
-		sleep 0.1
+# seq_hash_states NODE...: seq_hash_state of each NODE, a line each in the
+# order given, every NODE asked at once: one after the other, on a loaded
+# machine, the readings of two replicas are often a time event apart.
+seq_hash_states() {
+	local d n i=0 p pids=()
+	d=$(mktemp -d "$T/states.XXXXXX")
+	for n in "$@"; do
+		node_ctl "$n" status --json >"$d/$i" 2>/dev/null &
+		pids+=($!)
+		i=$((i + 1))
 	done
-	[ -n "${a[0]:-}" ] && [ "${a[0]}" = "${b[0]:-}" ] || fail "$2 at seq ${b[0]:-?}, $1 at ${a[0]:-?}"
-	[ "${a[1]}" = "${b[1]}" ] || fail "hashes differ at seq ${a[0]}: ${a[1]} vs ${b[1]}"
+	for p in "${pids[@]}"; do wait "$p" || true; done
+	for ((i = 0; i < $#; i++)); do
+		printf '%s %s %s\n' "$(sed -n 's/.*"seq": \([0-9]*\).*/\1/p' "$d/$i")" \
+			"$(sed -n 's/.*"hash": "\{0,1\}\([^,"}]*\).*/\1/p' "$d/$i")" \
+			"$(sed -n 's/.*"state": "\([^"]*\)".*/\1/p' "$d/$i")"
+	done
+	rm -rf "$d"
 }
 
+# same_state NODE...: 0 when the matchers NODE... are all live at one seq
+# with one hash, SEQ and HASH set to them; 1 while they are not (yet) at
+# one seq: an idle tape moves on between two reads (time events,
+# [sequencer] time_event), so only readings at an equal seq compare. Fails
+# the test when they are at one seq with different hashes. Each NODE's seq,
+# hash and state come from one STATUS, all asked at once.
+same_state() {
+	local n x s= h= i=0 lines
+	mapfile -t lines < <(seq_hash_states "$@")
+	for n in "$@"; do
+		read -r -a x <<<"${lines[i]:-}"
+		i=$((i + 1))
+		[ -n "${x[0]:-}" ] && [ -n "${x[1]:-}" ] && [ "${x[2]:-}" = live ] || return 1
+		if [ -z "$s" ]; then
+			s=${x[0]} h=${x[1]}
+		elif [ "${x[0]}" != "$s" ]; then
+			return 1
+		elif [ "${x[1]}" != "$h" ]; then
+			fail "$n's hash ${x[1]} differs from $1's $h at seq $s"
+		fi
+	done
+	SEQ=$s HASH=$h
+}
+# wait_same SECONDS NODE...: until same_state NODE... (polled); fails the
+# test with each NODE's last reading when they are not live at one seq
+# within SECONDS. Sets SEQ and HASH.
+wait_same() {
+	local end=$((SECONDS + $1)) n
+	shift
+	until same_state "$@"; do
+		if [ $SECONDS -ge $end ]; then
+			for n in "$@"; do echo "$n: seq hash state $(seq_hash_state "$n")" >&2; done
+			fail "$* not live at one seq within the time allowed"
+		fi
+		sleep 0.1
+	done
+}
+
+# agree A B: replicas A and B live at one seq with one hash (wait_same, 15 s).
+agree() { wait_same 15 "$1" "$2"; }
+
 # snapshot_now NODE: asks the matcher NODE for a snapshot and waits until it
-# is written (bounded); sets SNAP_SEQ to its tape seq.
+# is written (bounded); sets SNAP_SEQ to its tape seq (the one the reply
+# names: the tape may have moved on by the next STATUS).
 snapshot_now() {
-	node_ctl "$1" snapshot >/dev/null || fail "$1: lockstepctl snapshot"
-	SNAP_SEQ=$(status_get "$1" seq)
+	local r
+	r=$(node_ctl "$1" snapshot) || fail "$1: lockstepctl snapshot: $r"
+	SNAP_SEQ=$(sed -n 's/^snapshot of tape seq \([0-9]*\) .*/\1/p' <<<"$r")
+	[ -n "$SNAP_SEQ" ] || fail "$1: lockstepctl snapshot: $r"
 	for _ in $(seq 1 100); do
 		[ "$(status_get "$1" snapshot_seq)" = "$SNAP_SEQ" ] && return 0
 		sleep 0.1
@@ -287,32 +336,23 @@ bench() {
 	timeout -k 5 "$limit" "$NETLAB" --name "$L" exec h1 "$top_builddir/lockstep-bench" --connect "$GW" "$@"
 }
 
-# wait_agree SECONDS: until every matcher has applied everything the
-# sequencer (the primary of a group) has committed (and is live); then
-# checks that they all report the same seq and hash. Sets SEQ and HASH.
+# wait_agree SECONDS [NODE...]: until the matchers NODE... (default: every
+# matcher) have applied everything the sequencer (the primary of a group)
+# had committed when read, and are all live at one seq with one hash
+# (same_state: the tape moves on while we read, time events on an idle
+# tape). Sets SEQ and HASH.
 wait_agree() {
-	local end=$((SECONDS + $1)) n s ok pr h x
+	local limit=$1 end=$((SECONDS + $1)) s= ms
+	shift
+	ms=$*
+	[ -n "$ms" ] || ms=$(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//' | paste -sd' ')
 	while :; do
-		pr=$(primary_node "$1")
-		s=$(status_field "$pr" commit)
-		ok=1 h=
-		for n in $(cd "$T" && ls matcher-*.conf | sed 's/\.conf$//'); do
-			read -r -a x <<<"$(seq_hash_state "$n")"
-			# at or past the commit read: time events move an idle
-			# tape on while we read, and change no hash
-			if [ "${x[0]:-0}" -ge "$s" ] && [ "${x[2]:-}" = live ]; then
-				[ -z "$h" ] || [ "${x[1]}" = "$h" ] ||
-					fail "$n's hash ${x[1]} differs from $h at seq $s"
-				h=${x[1]}
-			else
-				ok=0
-			fi
-		done
-		[ $ok = 1 ] && break
-		[ $SECONDS -lt $end ] || { "$CLUSTER" status --dir "$T" >&2; fail "matchers not at the sequencer's commit $s after $1 s"; }
+		[ -n "$s" ] || s=$(status_get "$(primary_node "$limit")" commit)
+		# shellcheck disable=SC2086 # $ms: the matchers' names
+		[ -n "$s" ] && same_state $ms && [ "$SEQ" -ge "$s" ] && break
+		[ $SECONDS -lt $end ] || { "$CLUSTER" status --dir "$T" >&2; fail "$ms: not live at one seq at or past the sequencer's commit ${s:-?} after $limit s"; }
 		sleep 0.2
 	done
-	SEQ=$s HASH=$h
 }
 
 # netlab_report: the packets the netlab dropped and what the daemons did

@@ -309,8 +309,13 @@ group_says() { # group_says NODE...: "NODE STATE term T, ..." for the record
 is_state() { [ "$(prop "$1" ActiveState)" = "$2" ]; }
 restarted() { [ "$(prop "$1" NRestarts)" -gt "$2" ]; } # restarted UNIT N: more than N times
 has_status() { [ -n "$(prop "$1" StatusText)" ]; }
-same_seq() { [ "$(field "$1" seq)" = "$(field "$2" seq)" ]; }
-at_primary_seq() { group_ok "${SEQS[@]}" && same_seq "$1" "$PRIMARY"; } # at_primary_seq NODE
+# at_primary_seq NODE: NODE has applied all the primary had committed when
+# read (at or past it: an idle tape moves on, a time event every
+# [sequencer] time_event)
+at_primary_seq() {
+	local c s
+	group_ok "${SEQS[@]}" && c=$(field "$PRIMARY" commit) && s=$(field "$1" seq) && [ "$s" -ge "$c" ]
+}
 # client NAME: a lockstep-client script (standard input) through gw-1.
 client() {
 	cat >"$T/$1.script"
