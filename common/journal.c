@@ -228,6 +228,7 @@ static int seg_create(struct journal *j, uint64_t first)
 	if (j->wfd >= 0)
 		close(j->wfd);
 	j->wfd = fd;
+	journal_sync_fd_set(j);
 	j->wbase = SEG_HDR;
 	j->wlen = 0;
 	j->unsynced = 1;
@@ -422,6 +423,7 @@ int journal_truncate_after(struct journal *j, uint64_t seq)
 		if (fd < 0)
 			return r ? r : -errno;
 		j->wfd = fd;
+		journal_sync_fd_set(j);
 		j->wbase = s->size + 1; /* cut_last truncates the file */
 	}
 	if (r == 0)

@@ -99,10 +99,12 @@ int journal_tick(struct journal *j, uint64_t now_ms);
  * modes. */
 int journal_sync_fd(const struct journal *j);
 /* JOURNAL_FSYNC_DISK: takes the end of the background sync, if it ended,
- * and starts the next when records were written since. Returns 1 when
- * journal_durable_seq() moved, 0 when not, or the negative errno of a failed
- * sync (the records it covered are not known to be on disk: fatal for a
- * writer that promised them). A no-op returning 0 in the other modes. */
+ * and starts the next when records were written since (journal_flush does
+ * both too, so that the next sync need not wait for the loop). Returns 1
+ * when journal_durable_seq() moved since the last journal_poll, 0 when not,
+ * or the negative errno of a failed sync (the records it covered are not
+ * known to be on disk: fatal for a writer that promised them). A no-op
+ * returning 0 in the other modes. */
 int journal_poll(struct journal *j);
 /* The last seq known to be on disk under JOURNAL_FSYNC_DISK (what an open
  * found is synced by the open: all of it is). In the other modes the last

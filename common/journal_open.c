@@ -451,12 +451,13 @@ static int journal_data_sync_all(struct journal *j)
 	}
 	if (fsync(j->dfd) < 0)
 		return -errno;
-	j->durable = j->written;
+	j->durable = j->polled = j->written;
 	return 0;
 }
 
 static void free_journal(struct journal *j)
 {
+	journal_sync_fini(j); /* idempotent */
 	for (unsigned i = 0; i < j->nsegs; i++)
 		free(j->segs[i].off);
 	if (j->wfd >= 0)
@@ -496,7 +497,7 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		j->opt.segment_bytes = SEGMENT_LIMIT;
 	if (!j->opt.interval_ms)
 		j->opt.interval_ms = 100;
-	j->dfd = j->wfd = j->rfd = j->async.efd = -1;
+	j->dfd = j->wfd = j->rfd = j->async.efd = j->async.go = j->async.sfd = -1;
 	j->want = 1;
 	if (j->opt.no_index && !j->opt.read_only) {
 		r = -EINVAL;
@@ -546,6 +547,10 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		r = -errno;
 		goto out_free;
 	}
+	if (!j->opt.read_only &&
+	    (j->opt.fsync == JOURNAL_FSYNC_DISK || j->opt.fsync == JOURNAL_FSYNC_INTERVAL) &&
+	    (r = journal_sync_init(j)) < 0)
+		goto out_free;
 	report->first_seq = journal_first_seq(j);
 	report->last_seq = journal_last_seq(j);
 	report->records = is_empty(j) ? 0 : report->last_seq - report->first_seq + 1;
@@ -576,7 +581,7 @@ void journal_close(struct journal *j)
 {
 	if (!j)
 		return;
-	journal_sync_wait(j);
+	journal_sync_fini(j);
 	if (!j->opt.read_only && journal_wbuf_write(j) == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE)
 		journal_data_sync(j);
 	free_journal(j);

@@ -22,6 +22,7 @@
 #define LOCKSTEP_JOURNAL_PRIVATE_H
 
 #include <endian.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -59,12 +60,18 @@ struct term_run {
 	uint64_t seq, term;
 };
 
-/* A background fdatasync of the journal (journal_sync.c): in flight, and
- * the error of the last one (0: none), shared with the syncer thread, which
- * signals efd (DISK; -1 otherwise) when one ends. */
+/* The journal's syncer thread (journal_sync.c): the loop sets `want` (the
+ * last seq written) and wakes it on `go`; it syncs sfd (under mu) until
+ * `done` reaches `want`, signalling efd (DISK; -1 otherwise) after each
+ * sync; err: the last failed sync's (0: none). */
 struct journal_async {
-	_Atomic int inflight, err;
-	int efd;
+	_Atomic uint64_t want, done;
+	_Atomic int err, stop;
+	int efd, go;
+	pthread_mutex_t mu;
+	int sfd; /* the thread's descriptor of the last segment, under mu */
+	int mu_made, started;
+	pthread_t thread;
 };
 
 struct journal {
@@ -81,7 +88,7 @@ struct journal {
 	int unsynced; /* written since the last fdatasync */
 	uint64_t written; /* the last seq written out of the write buffer (0: none) */
 	uint64_t durable; /* DISK: the last seq a finished sync covered */
-	uint64_t sync_target; /* DISK: the last seq the sync in flight covers (0: none) */
+	uint64_t polled; /* DISK: durable as the last journal_poll reported it */
 	uint64_t next_sync_ms; /* INTERVAL: journal_tick() syncs from then on */
 	struct journal_async async; /* INTERVAL: the syncer thread's sync */
 	int rfd; /* segment rseg read-only, for journal_read; -1 when none */
@@ -162,20 +169,25 @@ size_t journal_last_at(const void *arr, size_t n, size_t stride, uint64_t key);
 void journal_rfd_drop(struct journal *j);
 /* fsync of the directory, unless the policy is NONE. */
 int journal_dir_sync(struct journal *j);
-/* INTERVAL: an fdatasync of the last segment by the syncer thread
- * (journal_sync.c) when something was written since the last and none is in
- * flight; inline when the thread cannot take it. 0, or the error of the
- * last background sync (once), or the inline sync's. */
+/* INTERVAL: the syncer thread asked for what was written (inline when
+ * there is none). 0, or the error of the last background sync (once), or
+ * the inline sync's. */
 int journal_sync_async(struct journal *j);
-/* Waits until no background sync of j is in flight (before closing it). */
-void journal_sync_wait(struct journal *j);
+/* The journal's syncer thread (INTERVAL, DISK): started at open, stopped
+ * (after the sync under way) at close. 0 or -errno; without a thread every
+ * sync is inline. */
+int journal_sync_init(struct journal *j);
+void journal_sync_fini(struct journal *j);
+/* The last segment's descriptor changed (a new segment, a reopen): the
+ * thread gets a duplicate of the new one, between two syncs. */
+void journal_sync_fd_set(struct journal *j);
 /* fdatasync of the last segment when something was written since the last
  * (then everything written is durable: earlier segments were synced when
  * they were closed). */
 int journal_data_sync(struct journal *j);
-/* DISK: starts a background sync of what was written when none is in
- * flight and something is not yet durable (inline when the thread cannot
- * take it; journal_sync_fd() is signalled either way). 0 or a negative errno. */
+/* DISK: takes the thread's progress into the durable seq and asks it for
+ * everything written (inline when there is no thread; journal_sync_fd()
+ * is signalled either way). 0 or a negative errno (a sync that failed). */
 int journal_sync_start(struct journal *j);
 /* After records after seq were removed: nothing after seq is durable. */
 void journal_durable_cut(struct journal *j, uint64_t seq);

@@ -65,6 +65,9 @@ static void cmd_end(struct gw *g, size_t len)
 
 	len = auth_node_seal(AUTH_CMD, net_batch_slot(&g->cmd.out, s), len, g->cmd.out.size, 0);
 	g->cmd.out.lens[s] = len;
+	for (unsigned k = 0; k < (g->cmd.fan ? g->cmd.n_seq : 1); k++)
+		g->cmd.slot_cmd[s + k] = g->cmd.build_last;
+	g->cmd.build_last = 0;
 	if (g->cmd.fan) {
 		const uint8_t *src = net_batch_slot(&g->cmd.out, s);
 
@@ -89,9 +92,9 @@ static void cmd_end(struct gw *g, size_t len)
  * cmd_send_waits); past that the round ends (what did not go is resent
  * after resend_timeout, or asked for). One sequencer: one call, as it
  * always was. */
-static void cmd_send_batch(struct gw *g)
+static void cmd_send_batch(struct gw *g, unsigned count)
 {
-	unsigned count = g->cmd.slot, off = 0, sent = 0;
+	unsigned off = 0, sent = 0;
 	int err = 0;
 
 	while (off < count) {
@@ -129,13 +132,30 @@ static void cmd_send_batch(struct gw *g)
 				sent, count, err ? ": " : "", err ? strerror(-err) : "");
 }
 
-/* Sends what the slots hold once the journal holds their commands: under
- * fsync = disk, on disk (nothing leaves that a power cut could take back:
- * the gateway would number other commands the same); until then they wait
- * for the sync's end (on_cmd_sync), or, with `must` (the slots are full,
- * or the gateway stops), for the disk here. */
+/* Slots [k, slot) move to the front once [0, k) went. */
+static void cmd_slots_shift(struct gw *g, unsigned k)
+{
+	struct net_batch *o = &g->cmd.out;
+	unsigned left = g->cmd.slot - k;
+
+	if (left) {
+		memmove(o->data, net_batch_slot(o, k), (size_t)left * o->size);
+		memmove(o->lens, o->lens + k, left * sizeof(*o->lens));
+		memmove(o->addrs, o->addrs + k, left * sizeof(*o->addrs));
+		memmove(g->cmd.slot_cmd, g->cmd.slot_cmd + k, left * sizeof(*g->cmd.slot_cmd));
+	}
+	g->cmd.slot = left;
+}
+
+/* Sends the slots whose commands the journal holds, in order: under fsync =
+ * disk, those on disk (nothing leaves that a power cut could take back: the
+ * gateway would number other commands the same); the rest wait for the
+ * sync's end (on_cmd_sync), or, with `must` (the slots are full, or the
+ * gateway stops), for the disk here. */
 static void cmd_send_now(struct gw *g, int must)
 {
+	uint64_t durable, last = 0;
+	unsigned k = 0;
 	int rc;
 
 	if (g->cmd.building)
@@ -143,11 +163,10 @@ static void cmd_send_now(struct gw *g, int must)
 	if (g->cmd.slot == 0)
 		return;
 	rc = journal_flush(g->cmd.j);
-	if (rc == 0 && journal_durable_seq(g->cmd.j) < g->cmd.slot_last) {
-		if (!must)
-			return;
-		rc = journal_await(g->cmd.j, g->cmd.slot_last);
-	}
+	for (unsigned i = 0; i < g->cmd.slot; i++)
+		last = g->cmd.slot_cmd[i] > last ? g->cmd.slot_cmd[i] : last;
+	if (rc == 0 && must && journal_durable_seq(g->cmd.j) < last)
+		rc = journal_await(g->cmd.j, last);
 	if (rc < 0) {
 		g->st.journal_errors++;
 		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal: %s: commands held",
@@ -156,8 +175,13 @@ static void cmd_send_now(struct gw *g, int must)
 			g->cmd.slot = 0; /* unacknowledged: resent once the disk takes them */
 		return;
 	}
-	cmd_send_batch(g);
-	g->cmd.slot = 0;
+	durable = journal_durable_seq(g->cmd.j);
+	while (k < g->cmd.slot && g->cmd.slot_cmd[k] <= durable)
+		k++;
+	if (k == 0)
+		return;
+	cmd_send_batch(g, k);
+	cmd_slots_shift(g, k);
 	g->cmd.last_send = ev_now(g->loop);
 }
 
@@ -207,7 +231,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 	mold_build_commit(&g->cmd.b, (uint16_t)len);
 	if (!gw_cmd_unacked(g))
 		g->cmd.resend_base = ev_now(g->loop);
-	g->cmd.slot_last = g->cmd.next;
+	g->cmd.build_last = g->cmd.next;
 	g->cmd.next++;
 	g->st.cmds_sent++;
 	gw_flow_sent(g, g->cmd.next - 1, cmd->partition);
@@ -239,8 +263,8 @@ static uint64_t cmd_emit(struct gw *g, uint64_t from, uint64_t to, unsigned max_
 			if (mold_build_add(&g->cmd.b, g->cmd.scratch, (uint16_t)len) < 0)
 				break;
 		}
-		if (seq > g->cmd.slot_last)
-			g->cmd.slot_last = seq;
+		if (seq > g->cmd.build_last)
+			g->cmd.build_last = seq;
 		seq++;
 	}
 	cmd_send_now(g, 0);
@@ -505,7 +529,8 @@ int gw_cmd_open(struct gw *g, uint64_t acked)
 	if (journal_first_seq(g->cmd.j) && g->cmd.acked + 1 < journal_first_seq(g->cmd.j))
 		g->cmd.acked = journal_first_seq(g->cmd.j) - 1;
 	g->cmd.scratch = malloc(JOURNAL_MAX_RECORD);
-	if (!g->cmd.scratch ||
+	g->cmd.slot_cmd = calloc((size_t)g->cfg.send_batch * g->cmd.n_seq, sizeof(*g->cmd.slot_cmd));
+	if (!g->cmd.scratch || !g->cmd.slot_cmd ||
 	    net_batch_init(&g->cmd.out, (unsigned)g->cfg.send_batch * g->cmd.n_seq,
 			   g->cfg.max_datagram) < 0 ||
 	    (src_budget_init(&g->cmd.budget, g->cfg.node.retrans_budget, 0),
@@ -554,4 +579,6 @@ void gw_cmd_close(struct gw *g)
 	net_batch_fini(&g->cmd.in);
 	free(g->cmd.scratch);
 	g->cmd.scratch = NULL;
+	free(g->cmd.slot_cmd);
+	g->cmd.slot_cmd = NULL;
 }

@@ -96,7 +96,7 @@ enum gw_sess_state {
 	GW_SESS_STATE_MAX,
 };
 
-#define GW_GATE 256 /* sequenced messages of a session waiting for the disk */
+#define GW_GATE 4096 /* sequenced messages of a session waiting for the disk */
 
 struct gw_session {
 	struct gw *gw;
@@ -204,8 +204,11 @@ struct gw_cmd {
 	struct mold_builder b;
 	ev_tstamp last_send, resend_base;
 	uint8_t *scratch; /* one record, for journal reads */
-	uint64_t slot_last; /* the highest command in `out`'s slots (fsync = disk: they
-			       leave once the journal holds it on disk) */
+	/* fsync = disk: the highest command in each of `out`'s slots (0: none,
+	 * a heartbeat); the slots leave in order, each once the journal holds
+	 * its commands on disk. build_last: the datagram being built's. */
+	uint64_t *slot_cmd;
+	uint64_t build_last;
 	ev_io sync_io; /* fsync = disk: the journal's background sync ended */
 	struct rx_drop drop; /* requests from the sequencer */
 	uint64_t rxq;

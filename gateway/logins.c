@@ -248,6 +248,9 @@ void gw_logins_flush(struct gw_logins *t)
 			continue;
 		}
 		l->flushed_next = l->next_seq;
+		/* a sync that ended meanwhile counts now, not at the eventfd */
+		if (journal_sync_fd(l->j) >= 0 && journal_poll(l->j) > 0)
+			l->durable_next = journal_durable_seq(l->j) + 1;
 		if (l->rops)
 			l->rops->wake(l->reader);
 	}
