@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "durable.h"
 #include "journal_private.h"
 
 #define SCAN_CHUNK (1u << 20)
@@ -403,35 +404,6 @@ static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
 	return cut_tail(j, names, count, i, &cut, rep, j->opt.read_only);
 }
 
-/* A directory just made lasts once its parent is synced (unless the
- * policy is NONE). 0 or -errno. */
-static int sync_parent(const char *dir, enum journal_fsync policy)
-{
-	char parent[4096];
-	char *slash;
-	int fd, r = 0;
-
-	if (policy == JOURNAL_FSYNC_NONE)
-		return 0;
-	snprintf(parent, sizeof(parent), "%s", dir);
-	while ((slash = strrchr(parent, '/')) && slash[1] == '\0' && slash != parent)
-		*slash = '\0'; /* trailing slashes */
-	slash = strrchr(parent, '/');
-	if (!slash)
-		snprintf(parent, sizeof(parent), ".");
-	else if (slash == parent)
-		parent[1] = '\0';
-	else
-		*slash = '\0';
-	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 /* Every segment and the directory to disk (an open under DISK). */
 static int journal_data_sync_all(struct journal *j)
 {
@@ -504,7 +476,8 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		goto out_free;
 	}
 	if (!j->opt.read_only && mkdir(dir, 0755) == 0) {
-		if ((r = sync_parent(dir, j->opt.fsync)) < 0)
+		/* a directory just made lasts once its parent is synced */
+		if (j->opt.fsync != JOURNAL_FSYNC_NONE && (r = durable_sync_parent(dir)) < 0)
 			goto out_free;
 	} else if (!j->opt.read_only && errno != EEXIST) {
 		r = -errno;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "durable.h"
 #include "gw_private.h"
 #include "journal.h"
 
@@ -199,42 +200,14 @@ static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 		}
 }
 
-/* Writes text to path durably: path.tmp (made anew, never through a link),
- * fsync, rename over path, fsync of the directory. 0 or -errno. */
-static int write_durably(const char *dir, const char *path, const char *tmp, const char *text,
-			 size_t len)
-{
-	int fd, dfd, rc = 0;
-
-	if (unlink(tmp) < 0 && errno != ENOENT)
-		return -errno;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	errno = 0;
-	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
-		rc = errno ? -errno : -EIO;
-	close(fd);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc < 0)
-		return rc;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	if (fsync(dfd) < 0)
-		rc = -errno;
-	close(dfd);
-	return rc;
-}
-
 /* Once a second: the exec positions count only blocks the logins' journals
  * hold on disk (gw_logins_await first), so a power cut never leaves the
  * file ahead of the journals it skips by. */
 static void progress_save(struct gw *g)
 {
 	uint64_t v[GW_N_POS];
-	char path[300], tmp[300], text[64 * GW_N_POS];
+	char path[300], text[64 * GW_N_POS];
+	struct iovec iov;
 	size_t n;
 	int rc;
 
@@ -247,14 +220,14 @@ static void progress_save(struct gw *g)
 	if (memcmp(v, g->persisted, sizeof(v)) == 0)
 		return;
 	progress_path(g, path, sizeof(path), "");
-	progress_path(g, tmp, sizeof(tmp), ".tmp");
 	n = (size_t)snprintf(text, sizeof(text),
 			     "cmd_acked %" PRIu64 "\ntape_next %" PRIu64 "\nexec_next %" PRIu64 "\n",
 			     v[0], v[1], v[2]);
 	for (unsigned p = 1; p < g->n_parts && n < sizeof(text); p++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, "exec_next_%u %" PRIu64 "\n", p,
 				      v[2 + p]);
-	rc = write_durably(g->cfg.node.state_dir, path, tmp, text, n);
+	iov = (struct iovec){ text, n };
+	rc = durable_write(path, &iov, 1, 0644);
 	if (rc < 0) {
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "%s: %s", path, strerror(-rc));
 		return;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "durable.h"
 #include "snapshot.h"
 
 #define SNAP_MAGIC "LSSNAP\0\1"
@@ -73,31 +74,15 @@ void matcher_snapshot_image_free(struct matcher_snap_image *im)
 	memset(im, 0, sizeof(*im));
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p = (const uint8_t *)p + w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int matcher_snapshot_write_image(const char *dir, struct matcher_snap_hdr *h,
 				 const struct matcher_snap_image *im)
 {
-	char tmp[4200], path[4096];
+	char path[4096];
 	uint8_t hdr[MATCHER_SNAP_HDR_LEN] = { 0 };
 	uint32_t crcs[2];
-	int r, fd, dfd;
+	struct iovec iov[3];
 
 	matcher_snapshot_path(path, sizeof(path), dir, h->seq);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	memcpy(h->magic, SNAP_MAGIC, 8);
 	h->version = MATCHER_SNAP_VERSION;
 	h->body_len = im->len;
@@ -105,32 +90,10 @@ int matcher_snapshot_write_image(const char *dir, struct matcher_snap_hdr *h,
 	/* the trailer holds two CRC32Cs: u32 crc32c(header), u32 crc32c(body) */
 	crcs[0] = crc32c(0, hdr, sizeof(hdr));
 	crcs[1] = im->crc;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
-	if ((r = write_all(fd, hdr, sizeof(hdr))) < 0 || (r = write_all(fd, im->buf, im->len)) < 0 ||
-	    (r = write_all(fd, crcs, sizeof(crcs))) < 0)
-		goto out_close;
-	if (fsync(fd) < 0) {
-		r = -errno;
-		goto out_close;
-	}
-	close(fd);
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		unlink(tmp);
-		return r;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-out_close:
-	close(fd);
-	unlink(tmp);
-	return r;
+	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
+	iov[1] = (struct iovec){ im->buf, im->len };
+	iov[2] = (struct iovec){ crcs, sizeof(crcs) };
+	return durable_write(path, iov, 3, 0640);
 }
 
 int matcher_snapshot_write(const char *dir, struct matcher_snap_hdr *h, const struct engine *e)

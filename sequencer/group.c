@@ -14,6 +14,7 @@
 
 #include "addrlist.h"
 #include "clock.h"
+#include "durable.h"
 #include "journal.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
@@ -209,33 +210,19 @@ static int io_truncate_after(void *ctx, uint64_t seq)
 	return 0;
 }
 
-/* The term and vote, in state_dir/raft-state: written to a temporary file,
- * synced and renamed, so that a crash leaves the old or the new one. */
+/* The term and vote, in state_dir/raft-state (durable.h: a crash leaves
+ * the old or the new). */
 static int io_save_state(void *ctx, uint64_t term, int voted_for)
 {
 	struct sequencer *s = ctx;
-	char path[320], tmp[330], text[64];
-	int fd, n, r = 0;
+	char path[320], text[64];
+	struct iovec iov = { text, 0 };
+	int r;
 
 	snprintf(path, sizeof(path), "%s/raft-state", s->cfg.node.state_dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	n = snprintf(text, sizeof(text), "%llu %d\n", (unsigned long long)term, voted_for);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, (size_t)n) != n || fsync(fd) < 0)
-		r = errno ? -errno : -EIO;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r == 0) {
-		fd = open(s->cfg.node.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			(void)fsync(fd);
-			close(fd);
-		}
-	}
+	iov.iov_len = (size_t)snprintf(text, sizeof(text), "%llu %d\n", (unsigned long long)term,
+				       voted_for);
+	r = durable_write(path, &iov, 1, 0640);
 	if (r < 0)
 		log_err("%s: %s", path, strerror(-r));
 	return r;
