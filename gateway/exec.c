@@ -58,46 +58,87 @@ static void learn_token(struct gw *g, struct gw_login *l, unsigned p, const uint
 	}
 }
 
-static void exec_block(struct gw_part *x, uint64_t seq, const uint8_t *data, uint16_t len)
+/* One block; 0, or -ENOSPC / -EDQUOT when its login's journal cannot take
+ * it (the block is held: see exec_deliver). */
+static int exec_block(struct gw_part *x, uint64_t seq, const uint8_t *data, uint16_t len)
 {
 	struct gw *g = x->gw;
 	struct gw_login *l;
 	size_t mlen;
+	int rc;
 
 	g->st.exec_blocks++;
 	if (len <= WIRE_EXEC_HDR_LEN || len - WIRE_EXEC_HDR_LEN > GW_MAX_EXEC_MSG) {
 		g->st.exec_malformed++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "exec %u: block %" PRIu64 " of %u bytes",
 				x->index, seq, len);
-		return;
+		return 0;
 	}
 	/* whosever it is, it says how far the partition has applied the tape */
 	gw_flow_on_exec(g, x->index, wire_get_u64(data));
 	l = gw_login_find(&g->logins, data + 8, WIRE_USER_LEN);
 	if (!l) {
 		g->st.exec_foreign++;
-		return;
+		return 0;
 	}
 	if (seq <= last_exec(g, l)[x->index])
-		return; /* journalled before a restart */
+		return 0; /* journalled before a restart */
 	mlen = len - WIRE_EXEC_HDR_LEN;
 	if (g->n_parts > 1)
 		learn_token(g, l, x->index, data + WIRE_EXEC_HDR_LEN, mlen);
-	if (gw_login_append(&g->logins, l, GW_TAG(x->index, seq), data + WIRE_EXEC_HDR_LEN,
-			    mlen) < 0)
-		return;
+	rc = gw_login_append(&g->logins, l, GW_TAG(x->index, seq), data + WIRE_EXEC_HDR_LEN, mlen);
+	if (rc == -ENOSPC || rc == -EDQUOT)
+		return rc;
+	if (rc < 0)
+		return 0; /* counted and logged: this client's message is lost */
 	last_exec(g, l)[x->index] = seq;
 	g->st.exec_routed++;
+	return 0;
 }
 
 /* rx delivers exec block seq of partition ctx, the next in order. */
 static int exec_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 {
 	struct gw_part *x = ctx;
+	struct gw *g = x->gw;
+	int rc = g->disk_full ? -ENOSPC : exec_block(x, seq, data, len);
 
-	exec_block(x, seq, data, len);
+	if (rc < 0) {
+		/* A full disk: the stream stops here, nothing is lost and
+		 * nothing reaches a client unjournalled; it goes on once the
+		 * disk has room (gw_exec_disk_retry). */
+		gw_exec_disk_full(g, rc);
+		return RX_HOLD;
+	}
 	x->exec.next = seq + 1;
 	return RX_TAKEN;
+}
+
+void gw_exec_disk_full(struct gw *g, int err)
+{
+	if (g->disk_full || (err != -ENOSPC && err != -EDQUOT))
+		return;
+	g->disk_full = 1;
+	g->st.disk_full++;
+	log_err("a login's journal: %s: the execution streams wait (STATUS disk=full) until the "
+		"disk has room again (%u MiB free)",
+		strerror(-err), GW_DISK_ROOM >> 20);
+}
+
+void gw_exec_disk_retry(struct gw *g)
+{
+	int64_t room;
+
+	if (!g->disk_full || gw_logins_flush(&g->logins) < 0)
+		return;
+	room = journal_free_bytes(g->cmd.j);
+	if (room < (int64_t)GW_DISK_ROOM)
+		return;
+	g->disk_full = 0;
+	log_notice("the disk has room again (%lld MiB free): the execution streams go on",
+		   (long long)(room >> 20));
+	for (unsigned p = 0; p < g->n_parts; p++)
+		rx_resume(g->exec.parts[p].exec.rx, mono_ns());
 }
 
 static void exec_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)

@@ -246,7 +246,7 @@ static void on_prepare(struct ev_loop *loop, ev_prepare *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	gw_logins_flush(&g->logins);
+	gw_exec_disk_full(g, gw_logins_flush(&g->logins));
 	gw_cmd_flush(g);
 	gw_session_flush_all(g);
 	gw_session_reap(g);
@@ -260,6 +260,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	gw_cmd_tick(g, now);
 	gw_tape_tick(g, now);
+	gw_exec_disk_retry(g);
 	if (now - g->last_persist >= 1.0) {
 		progress_save(g);
 		g->last_persist = now;
@@ -286,6 +287,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
 	COUNTER(kernel_rcvbuf_errors), COUNTER(unbelievable), COUNTER(local_rejects), COUNTER(tokens_full),
 	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
+	COUNTER(disk_full),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
@@ -324,6 +326,7 @@ static void gw_status(void *self, Lockstep__ControlReply *reply)
 	/* the gateway's streams are few and its load is TCP: it stays on
 	 * recvmmsg/sendmmsg whatever [node] io says */
 	reply->io = (char *)uring_io_names[URING_IO_MMSG];
+	reply->disk = (char *)(g->disk_full ? "full" : "ok");
 	gw_pools(g, reply);
 }
 
@@ -454,7 +457,7 @@ int gw_ouch_port(const struct gw *g)
  * from the top down. */
 static void close_parts(struct gw *g)
 {
-	gw_logins_flush(&g->logins);
+	gw_exec_disk_full(g, gw_logins_flush(&g->logins));
 	gw_cmd_flush(g);
 	gw_session_flush_all(g);
 	gw_session_reap(g);

@@ -96,6 +96,7 @@ enum gw_sess_state {
 	GW_SESS_STATE_MAX,
 };
 
+#define GW_DISK_ROOM (8u << 20) /* free bytes a gateway with a full disk waits for */
 #define GW_GATE 4096 /* sequenced messages of a session waiting for the disk */
 
 struct gw_session {
@@ -144,6 +145,7 @@ struct gw_stats {
 	uint64_t local_rejects, tokens_full, unrouted_symbols;
 	uint64_t cmd_send_waits; /* command sends that waited for room in the socket */
 	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
+	uint64_t disk_full; /* times a login's journal found the disk full (exec streams held) */
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -274,6 +276,10 @@ struct gw {
 	ev_prepare prepare;
 	ev_timer tick;
 	ev_tstamp last_persist;
+	/* A login's journal could not take a message (ENOSPC, EDQUOT): the exec
+	 * streams hold it (nothing is lost, nothing goes to a client) until the
+	 * journals are written and GW_DISK_ROOM is free (gw_exec_disk_retry). */
+	int disk_full;
 	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd acked, tape next, exec next[] */
 	struct gw_stats st; /* every part counts in it; STATS reads it */
 	int stopping;
@@ -309,8 +315,10 @@ static inline uint32_t gw_login_id(const struct gw_login *l)
 int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const uint8_t *msg,
 		    size_t len);
 /* Writes the journals appended to since the last flush (under fsync = disk
- * their syncs start), then wakes their readers. */
-void gw_logins_flush(struct gw_logins *t);
+ * their syncs start), then wakes their readers. Returns 0, or the negative
+ * errno of the last journal that could not be written (it stays dirty and
+ * is written at the next flush). */
+int gw_logins_flush(struct gw_logins *t);
 /* fsync = disk: blocks until every login's journal holds on disk what it
  * was given (before a position that counts on it is saved). */
 void gw_logins_await(struct gw_logins *t);
@@ -361,6 +369,12 @@ void gw_exec_close(struct gw *g);
 void gw_exec_free(struct gw *g);
 /* 1 when every partition's exec stream has been heard. */
 int gw_exec_live(const struct gw *g);
+/* A login's journal could not be written: on ENOSPC or EDQUOT, disk_full
+ * (logged once); other errors are left to the caller. */
+void gw_exec_disk_full(struct gw *g, int err);
+/* While disk_full: once the logins' journals are written and GW_DISK_ROOM is
+ * free, the exec streams deliver again. */
+void gw_exec_disk_retry(struct gw *g);
 
 /* stream.c: common to the tape and exec receivers */
 /* The shared receive batch and request timer. 0 or -ENOMEM. */

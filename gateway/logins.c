@@ -233,8 +233,11 @@ int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const
 	return 0;
 }
 
-void gw_logins_flush(struct gw_logins *t)
+int gw_logins_flush(struct gw_logins *t)
 {
+	struct gw_login *failed = NULL;
+	int err = 0;
+
 	while (t->jdirty) {
 		struct gw_login *l = t->jdirty;
 		int rc = journal_flush(l->j);
@@ -245,6 +248,9 @@ void gw_logins_flush(struct gw_logins *t)
 			t->st->journal_errors++;
 			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal flush: %s", l->cred.login,
 					strerror(-rc));
+			l->next_jdirty = failed; /* dirty still: written at the next flush */
+			failed = l;
+			err = rc;
 			continue;
 		}
 		l->flushed_next = l->next_seq;
@@ -254,6 +260,15 @@ void gw_logins_flush(struct gw_logins *t)
 		if (l->rops)
 			l->rops->wake(l->reader);
 	}
+	while (failed) {
+		struct gw_login *l = failed;
+
+		failed = l->next_jdirty;
+		l->jdirty = 1;
+		l->next_jdirty = t->jdirty;
+		t->jdirty = l;
+	}
+	return err;
 }
 
 int gw_login_read(const struct gw_login *l, uint64_t seq, uint8_t *buf, size_t cap)
