@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,9 @@ void journal_close(struct journal *j)
 	if (!j)
 		return;
 	journal_sync_fini(j);
+	/* what the thread was asked for and had not synced when it stopped */
+	if (j->written > atomic_load(&j->async.done) && j->written > j->durable)
+		j->unsynced = 1;
 	if (!j->opt.read_only && journal_wbuf_write(j) == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE)
 		journal_data_sync(j);
 	free_journal(j);
