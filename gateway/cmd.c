@@ -171,6 +171,7 @@ static void cmd_send_now(struct gw *g, int must)
 		g->st.journal_errors++;
 		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal: %s: commands held",
 				strerror(-rc));
+		gw_exec_disk_full(g, rc);
 		if (must)
 			g->cmd.slot = 0; /* unacknowledged: resent once the disk takes them */
 		return;
@@ -367,6 +368,7 @@ static void on_cmd_sync(struct ev_loop *loop, ev_io *w, int revents)
 		g->st.journal_errors++;
 		log_ratelimited(&gw_rl, LOG_LVL_ERR, "command journal fsync: %s: commands held",
 				strerror(-rc));
+		gw_exec_disk_full(g, rc);
 		return;
 	}
 	if (rc > 0 && g->cmd.fd >= 0)

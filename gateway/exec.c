@@ -120,8 +120,8 @@ void gw_exec_disk_full(struct gw *g, int err)
 		return;
 	g->disk_full = 1;
 	g->st.disk_full++;
-	log_err("a login's journal: %s: the execution streams wait (STATUS disk=full) until the "
-		"disk has room again (%u MiB free)",
+	log_err("a journal: %s: the execution streams and the commands wait (STATUS disk=full) "
+		"until the disk has room again (%u MiB free)",
 		strerror(-err), GW_DISK_ROOM >> 20);
 }
 
@@ -129,7 +129,7 @@ void gw_exec_disk_retry(struct gw *g)
 {
 	int64_t room;
 
-	if (!g->disk_full || gw_logins_flush(&g->logins) < 0)
+	if (!g->disk_full || gw_logins_flush(&g->logins) < 0 || journal_flush(g->cmd.j) < 0)
 		return;
 	room = journal_free_bytes(g->cmd.j);
 	if (room < (int64_t)GW_DISK_ROOM)

@@ -276,8 +276,9 @@ struct gw {
 	ev_prepare prepare;
 	ev_timer tick;
 	ev_tstamp last_persist;
-	/* A login's journal could not take a message (ENOSPC, EDQUOT): the exec
-	 * streams hold it (nothing is lost, nothing goes to a client) until the
+	/* A journal could not be written (ENOSPC, EDQUOT): the exec streams
+	 * hold what the logins' journals cannot take and commands wait in
+	 * theirs (nothing is lost, nothing leaves unjournalled) until the
 	 * journals are written and GW_DISK_ROOM is free (gw_exec_disk_retry). */
 	int disk_full;
 	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd acked, tape next, exec next[] */
@@ -369,8 +370,8 @@ void gw_exec_close(struct gw *g);
 void gw_exec_free(struct gw *g);
 /* 1 when every partition's exec stream has been heard. */
 int gw_exec_live(const struct gw *g);
-/* A login's journal could not be written: on ENOSPC or EDQUOT, disk_full
- * (logged once); other errors are left to the caller. */
+/* A journal (a login's, the commands') could not be written: on ENOSPC or
+ * EDQUOT, disk_full (logged once); other errors are left to the caller. */
 void gw_exec_disk_full(struct gw *g, int err);
 /* While disk_full: once the logins' journals are written and GW_DISK_ROOM is
  * free, the exec streams deliver again. */
