@@ -343,7 +343,7 @@ int journal_tick(struct journal *j, uint64_t now_ms)
 		return 0;
 	r = journal_wbuf_write(j);
 	if (r == 0)
-		r = journal_sync_async(j);
+		r = journal_sync_start(j);
 	if (r == 0)
 		j->next_sync_ms = now_ms + j->opt.interval_ms;
 	return r;

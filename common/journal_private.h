@@ -169,10 +169,6 @@ size_t journal_last_at(const void *arr, size_t n, size_t stride, uint64_t key);
 void journal_rfd_drop(struct journal *j);
 /* fsync of the directory, unless the policy is NONE. */
 int journal_dir_sync(struct journal *j);
-/* INTERVAL: the syncer thread asked for what was written (inline when
- * there is none). 0, or the error of the last background sync (once), or
- * the inline sync's. */
-int journal_sync_async(struct journal *j);
 /* The journal's syncer thread (INTERVAL, DISK): started at open, stopped
  * (after the sync under way) at close. 0 or -errno; without a thread every
  * sync is inline. */
@@ -185,9 +181,10 @@ void journal_sync_fd_set(struct journal *j);
  * (then everything written is durable: earlier segments were synced when
  * they were closed). */
 int journal_data_sync(struct journal *j);
-/* DISK: takes the thread's progress into the durable seq and asks it for
- * everything written (inline when there is no thread; journal_sync_fd()
- * is signalled either way). 0 or a negative errno (a sync that failed). */
+/* INTERVAL (from journal_tick) and DISK: takes the thread's progress into
+ * the durable seq and asks it for everything written (inline when there is
+ * no thread; journal_sync_fd() is signalled either way). 0 or a negative
+ * errno (a sync that failed). */
 int journal_sync_start(struct journal *j);
 /* After records after seq were removed: nothing after seq is durable. */
 void journal_durable_cut(struct journal *j, uint64_t seq);

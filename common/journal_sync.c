@@ -160,13 +160,6 @@ static int sync_push(struct journal *j)
 	return r;
 }
 
-int journal_sync_async(struct journal *j)
-{
-	int r = sync_pull(j);
-
-	return r < 0 ? r : sync_push(j);
-}
-
 int journal_sync_start(struct journal *j)
 {
 	int r = sync_pull(j);
