@@ -62,6 +62,15 @@ size_t tape_event_encode(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
 			 uint64_t timestamp, const char *origin, uint64_t origin_seq,
 			 uint64_t commit, const uint8_t *command, size_t command_len)
 {
+	return tape_event_encode_body(out, cap, term, seq, timestamp, origin, origin_seq, commit,
+				      TAPE_BODY_COMMAND, command, command_len);
+}
+
+size_t tape_event_encode_body(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
+			      uint64_t timestamp, const char *origin, uint64_t origin_seq,
+			      uint64_t commit, enum tape_body body, const uint8_t *command,
+			      size_t command_len)
+{
 	size_t origin_len = origin ? strlen(origin) : 0;
 	size_t need;
 	uint8_t *p = out;
@@ -84,8 +93,34 @@ size_t tape_event_encode(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
 	p = tape_put_u64(p, TAPE_TAG_ORIGIN_SEQ, origin_seq);
 	p = tape_put_u64(p, TAPE_TAG_COMMIT, commit);
 	if (command)
-		p = tape_put_bytes(p, TAPE_TAG_COMMAND, command, command_len);
+		p = tape_put_bytes(p, (uint8_t)((unsigned)body << 3 | TAPE_WIRE_LEN), command,
+				   command_len);
 	return (size_t)(p - out);
+}
+
+int tape_day_peek(const uint8_t *buf, size_t len, enum tape_day_kind *kind, uint32_t *day)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	uint64_t k = 0, d = 0;
+
+	while (p < end) {
+		const uint8_t *data = NULL;
+		uint64_t val = 0;
+		uint32_t field;
+		unsigned wire;
+		int rc = tape_next_field(&p, end, &field, &wire, &val, &data);
+
+		if (rc)
+			return rc;
+		if (field == 1 || field == 2) {
+			if (wire != TAPE_WIRE_VARINT)
+				return -EPROTO;
+			*(field == 1 ? &k : &d) = val;
+		}
+	}
+	*kind = k == TAPE_DAY_END || k == TAPE_DAY_START ? (enum tape_day_kind)k : TAPE_DAY_NONE;
+	*day = (uint32_t)d;
+	return 0;
 }
 
 int tape_event_peek(const uint8_t *buf, size_t len, struct tape_event_view *out)
@@ -125,6 +160,7 @@ int tape_event_peek(const uint8_t *buf, size_t len, struct tape_event_view *out)
 			break;
 		case TAPE_BODY_COMMAND:
 		case TAPE_BODY_TERM_START:
+		case TAPE_BODY_DAY:
 			if (wire != TAPE_WIRE_LEN)
 				return -EPROTO;
 			v.body = (enum tape_body)field;

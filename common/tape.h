@@ -28,6 +28,7 @@ enum tape_body {
 	TAPE_BODY_NONE = 0,
 	TAPE_BODY_COMMAND = 10,
 	TAPE_BODY_TERM_START = 11,
+	TAPE_BODY_DAY = 12,
 };
 
 struct tape_event_view {
@@ -36,8 +37,9 @@ struct tape_event_view {
 	size_t origin_len;
 	enum tape_body body;
 	/* The body's bytes, into the buffer: a packed Command when body is
-	 * TAPE_BODY_COMMAND, a packed TermStart for TAPE_BODY_TERM_START
-	 * (unpack it with protobuf-c: that path is rare); NULL/0 for none. */
+	 * TAPE_BODY_COMMAND, a packed TermStart for TAPE_BODY_TERM_START, a
+	 * packed DayEvent for TAPE_BODY_DAY (unpack those two with protobuf-c
+	 * or tape_day_peek: those paths are rare); NULL/0 for none. */
 	const uint8_t *body_data;
 	size_t body_len;
 };
@@ -70,6 +72,18 @@ static inline int tape_term_fenced(uint64_t prev, uint64_t term)
 size_t tape_event_encode(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
 			 uint64_t timestamp, const char *origin, uint64_t origin_seq,
 			 uint64_t commit, const uint8_t *command, size_t command_len);
+
+/* The same with the body in field `body` (a TAPE_BODY_*) instead of the
+ * command. */
+size_t tape_event_encode_body(uint8_t *out, size_t cap, uint64_t term, uint64_t seq,
+			      uint64_t timestamp, const char *origin, uint64_t origin_seq,
+			      uint64_t commit, enum tape_body body, const uint8_t *data,
+			      size_t len);
+
+/* A DayEvent's kind and day (the gateways' numbers are left to protobuf-c),
+ * read without allocating. 0, or a negative errno as tape_event_peek. */
+enum tape_day_kind { TAPE_DAY_NONE = 0, TAPE_DAY_END = 1, TAPE_DAY_START = 2 };
+int tape_day_peek(const uint8_t *buf, size_t len, enum tape_day_kind *kind, uint32_t *day);
 
 /* Reads the Event in buf[0, len) into *out, pointing into buf. Returns 0, or
  * on malformed input (out untouched):

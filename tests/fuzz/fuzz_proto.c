@@ -6,7 +6,7 @@
  *    see fz_has_field_zero());
  *  - protobuf-c accepts an Event and peek refuses it, or gives other values;
  *  - peek accepts an Event that protobuf-c refuses, unless one of the body
- *    fields (command or term_start, any occurrence) is itself malformed:
+ *    fields (command, term_start or day, any occurrence) is itself malformed:
  *    peek does not decode bodies, protobuf-c decodes every occurrence. That
  *    is the one legitimate disagreement; an origin with a NUL byte is
  *    compared as protobuf-c's C string (cut at the NUL). Duplicate fields
@@ -146,6 +146,9 @@ static int fz_some_body_malformed(const uint8_t *p, size_t len)
 			if ((key >> 3) == 11 &&
 			    !lockstep__term_start__unpack(&fz_arena.allocator, (size_t)v, p))
 				return 1;
+			if ((key >> 3) == 12 &&
+			    !lockstep__day_event__unpack(&fz_arena.allocator, (size_t)v, p))
+				return 1;
 			p += v;
 			break;
 		default:
@@ -197,6 +200,7 @@ static void fz_reencode(const Lockstep__Event *e, const struct tape_event_view *
 	uint8_t *b1, *b2, *cmd = NULL;
 
 	if (e->base.n_unknown_fields || e->body_case == LOCKSTEP__EVENT__BODY_TERM_START ||
+	    e->body_case == LOCKSTEP__EVENT__BODY_DAY ||
 	    (e->body_case == LOCKSTEP__EVENT__BODY_COMMAND &&
 	     e->command->base.n_unknown_fields))
 		return;
