@@ -290,9 +290,10 @@ int journal_append(struct journal *j, uint64_t seq, uint64_t term, const void *d
 			r = seg_restart(j, seq);
 	} else if (seq != j->want) {
 		return -EINVAL;
-	} else if (tail(j)->n && tail(j)->size >= j->opt.segment_bytes) {
+	} else if (tail(j)->n && (tail(j)->size >= j->opt.segment_bytes || j->roll_next)) {
 		r = seg_roll(j);
 	}
+	j->roll_next = 0;
 	if (r < 0)
 		return r;
 	s = tail(j);
@@ -315,6 +316,11 @@ int journal_append(struct journal *j, uint64_t seq, uint64_t term, const void *d
 	j->want = seq + 1;
 	journal_runs_note(j, seq, term);
 	return 0;
+}
+
+void journal_roll(struct journal *j)
+{
+	j->roll_next = 1;
 }
 
 int journal_flush(struct journal *j)

@@ -90,6 +90,10 @@ const char *journal_damage_text(const struct journal_report *rep, const char *di
  * Records are buffered; journal_flush() writes them (and syncs for BATCH). */
 int journal_append(struct journal *j, uint64_t seq, uint64_t term, const void *data, size_t len);
 int journal_flush(struct journal *j);
+/* The next append starts a new segment (a day's first record: a day's
+ * records then lie in whole segments of their own). Unless the last
+ * segment is empty. */
+void journal_roll(struct journal *j);
 /* Call from a timer: syncs under the INTERVAL policy when due. now_ms is any
  * monotonic clock. */
 int journal_tick(struct journal *j, uint64_t now_ms);

@@ -86,6 +86,7 @@ struct journal {
 	size_t wlen;
 	uint64_t wbase;
 	int unsynced; /* written since the last fdatasync */
+	int roll_next; /* journal_roll: the next append starts a segment */
 	uint64_t written; /* the last seq written out of the write buffer (0: none) */
 	uint64_t durable; /* DISK: the last seq a finished sync covered */
 	uint64_t polled; /* DISK: durable as the last journal_poll reported it */
