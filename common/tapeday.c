@@ -35,14 +35,16 @@ void tapeday_session(const struct tapeday *t, uint32_t day, struct mold_session 
 	(void)mold_session_set(out, name); /* at most 4 + 6 printable characters */
 }
 
-uint32_t tapeday_day_of(const struct tapeday *t, const struct mold_session *s)
+uint32_t tapeday_day_of_session(const struct mold_session *first, const struct mold_session *s)
 {
-	size_t np = strlen(t->prefix);
+	size_t np = 0;
 	uint32_t day = 0;
 
-	if (memcmp(s->name, t->first.name, MOLD_SESSION_LEN) == 0)
+	if (memcmp(s->name, first->name, MOLD_SESSION_LEN) == 0)
 		return 1;
-	if (memcmp(s->name, t->prefix, np) != 0)
+	while (np < TAPEDAY_PREFIX && first->name[np] != ' ')
+		np++;
+	if (memcmp(s->name, first->name, np) != 0)
 		return 0;
 	for (size_t i = np; i < np + TAPEDAY_DIGITS; i++) {
 		if (s->name[i] < '0' || s->name[i] > '9')
@@ -53,6 +55,11 @@ uint32_t tapeday_day_of(const struct tapeday *t, const struct mold_session *s)
 		if (s->name[i] != ' ')
 			return 0;
 	return day >= 2 ? day : 0;
+}
+
+uint32_t tapeday_day_of(const struct tapeday *t, const struct mold_session *s)
+{
+	return tapeday_day_of_session(&t->first, s);
 }
 
 int tapeday_learn(struct tapeday *t, uint32_t day, uint64_t base)

@@ -59,6 +59,8 @@ int tapeday_init(struct tapeday *t, const char *name);
 void tapeday_session(const struct tapeday *t, uint32_t day, struct mold_session *out);
 /* The day a session names, 0 when it is none of this tape's. */
 uint32_t tapeday_day_of(const struct tapeday *t, const struct mold_session *s);
+/* The same from day 1's session alone. */
+uint32_t tapeday_day_of_session(const struct mold_session *first, const struct mold_session *s);
 /* Day `day` begins at index `base`. A day already known with another base
  * takes the new one; days known after it with a base not above it are
  * forgotten (a table stays ascending). Keeps the latest TAPEDAY_KNOWN days

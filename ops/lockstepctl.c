@@ -26,11 +26,16 @@ static void usage(FILE *out)
 	      "Commands:\n"
 	      "  status            role, state, term, positions, state hash, io path,\n"
 	      "                    authentication (auth: the keys in use, or off), a\n"
-	      "                    sequencer's disk (ok, or full: it stands down)\n"
+	      "                    sequencer's disk (ok, or full: it stands down), the\n"
+	      "                    trading day and whether its market is open\n"
 	      "  stats             counters and latency histograms\n"
 	      "  step-down [NODE]  a primary sequencer hands over to another member (NODE:\n"
 	      "                    its node_id or peers address; default: the standby\n"
 	      "                    furthest along) and waits until it has\n"
+	      "  end-of-day        the primary sequencer closes the market: END_OF_DAY on\n"
+	      "                    the tape (resting orders canceled, new ones rejected)\n"
+	      "  start-of-day      the primary sequencer opens the next trading day: its\n"
+	      "                    START_OF_DAY begins a new tape session at sequence 1\n"
 	      "  snapshot          a matcher writes a snapshot now\n"
 	      "  loglevel LEVEL    err, warning, notice, info or debug\n"
 	      "  reload            re-read what can change at run time (as SIGHUP)\n"
@@ -113,6 +118,12 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 			printf(", \"disk\": ");
 			json_str(r->disk);
 		}
+		if (r->day)
+			printf(", \"day\": %u", r->day);
+		if (r->market && r->market[0]) {
+			printf(", \"market\": ");
+			json_str(r->market);
+		}
 		for (size_t i = 0; i < r->n_pools; i++) {
 			printf("%s", i ? ", " : ", \"pools\": {");
 			json_str(r->pools[i]->name);
@@ -143,6 +154,10 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 		printf(" auth=%s", r->auth);
 	if (r->disk && r->disk[0])
 		printf(" disk=%s", r->disk);
+	if (r->day)
+		printf(" day=%u", r->day);
+	if (r->market && r->market[0])
+		printf(" market=%s", r->market);
 	print_pools(r);
 	if (r->message && r->message[0])
 		printf(" (%s)", r->message);
@@ -432,6 +447,8 @@ static int parse_command(int argc, char **argv, Lockstep__ControlRequest *req)
 		{ "snapshot", LOCKSTEP__CONTROL_REQUEST__OP__SNAPSHOT, 0, 0 },
 		{ "loglevel", LOCKSTEP__CONTROL_REQUEST__OP__LOGLEVEL, 1, 1 },
 		{ "reload", LOCKSTEP__CONTROL_REQUEST__OP__RELOAD, 0, 0 },
+		{ "end-of-day", LOCKSTEP__CONTROL_REQUEST__OP__END_OF_DAY, 0, 0 },
+		{ "start-of-day", LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY, 0, 0 },
 	};
 	int found = -1, nargs = argc - optind - 1;
 

@@ -103,6 +103,23 @@ const struct config_key seq_config_keys[] = {
 	  "matcher states what its rcvbuf holds); 0: no flow control at all"),
 	K("flow_timeout", CONFIG_DURATION, flow_timeout_ns, 0, "500ms", 1e6, 60e9, NULL,
 	  "a tape receiver not heard this long no longer holds the tape back"),
+	K("end_of_day", CONFIG_STRING, end_of_day, sizeof(((struct seq_config *)0)->end_of_day),
+	  "", 0, 0, NULL,
+	  "HH:MM:SS UTC: the primary closes the market (END_OF_DAY on the tape) when this time "
+	  "passes with the market open since before it (empty: only lockstepctl end-of-day)"),
+	K("start_of_day", CONFIG_STRING, start_of_day,
+	  sizeof(((struct seq_config *)0)->start_of_day), "", 0, 0, NULL,
+	  "HH:MM:SS UTC: the primary opens the next day (START_OF_DAY, a new tape session) when "
+	  "this time passes with the market closed since before it (empty: only lockstepctl "
+	  "start-of-day)"),
+	K("retention", CONFIG_UINT, retention, 0, "0", 0, 100000, NULL,
+	  "trading days the live journal keeps, today's included: at each start of day the "
+	  "older days leave it, into archive_dir or removed (0: keep every day)"),
+	K("archive_dir", CONFIG_STRING, archive_dir, sizeof(((struct seq_config *)0)->archive_dir),
+	  "", 0, 0, NULL,
+	  "where the days retention takes out of the live journal go, one directory per day's "
+	  "session, on the journal's filesystem (lockstep-replay reads them and archives them "
+	  "compressed); empty: they are removed"),
 	CONFIG_END,
 };
 #undef K
@@ -115,7 +132,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(malformed_packets), COUNTER(oversize_commands), COUNTER(gateways_full),
 	COUNTER(commands_not_member),
 	COUNTER(heartbeats_received), COUNTER(tape_packets_sent), COUNTER(tape_heartbeats_sent),
-	COUNTER(time_events), COUNTER(journal_syncs), GAUGE(journal_durable), COUNTER(disk_full),
+	COUNTER(time_events), COUNTER(day_events), COUNTER(days_dropped), COUNTER(journal_syncs), GAUGE(journal_durable), COUNTER(disk_full),
 	COUNTER(commands_disk_full),
 	COUNTER(tape_send_errors), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), GAUGE(journal_bytes),
@@ -225,11 +242,31 @@ static void ctl_step_down(struct sequencer *s, const char *arg, Lockstep__Contro
 	seq_group_done(s, 0);
 }
 
+/* END_OF_DAY, START_OF_DAY: the primary sequences the day event (day.c);
+ * the answer says at which seq, or why not. */
+static void ctl_day(struct sequencer *s, int start, Lockstep__ControlReply *reply)
+{
+	static char msg[160];
+	int r = seq_day_emit(s, start, msg, sizeof(msg));
+
+	if (r == -EAGAIN && s->state != SEQ_PRIMARY && s->primary_id != RAFT_NOBODY) {
+		char a[32];
+
+		net_format_addr(&s->peers[s->primary_id], a, sizeof(a));
+		snprintf(msg, sizeof(msg), "not the primary: node %d (%s) is", s->primary_id, a);
+	}
+	reply->error = r;
+	reply->message = msg;
+	seq_group_done(s, 0);
+}
+
 static void seq_status(void *self, Lockstep__ControlReply *reply)
 {
 	static char msg[64];
 	struct sequencer *s = self;
 
+	reply->day = tapeday_last(&s->days)->day;
+	reply->market = (char *)(s->closed ? "closed" : "open");
 	reply->name = s->cfg.node.name;
 	reply->state = (char *)seq_state_names[s->state];
 	reply->term = s->term;
@@ -256,10 +293,17 @@ static void seq_stats(void *self, struct counters *out)
 static int seq_control(void *self, const Lockstep__ControlRequest *req,
 		       Lockstep__ControlReply *reply)
 {
-	if (req->op != LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN)
+	switch (req->op) {
+	case LOCKSTEP__CONTROL_REQUEST__OP__STEP_DOWN:
+		ctl_step_down(self, req->arg, reply);
+		return 1;
+	case LOCKSTEP__CONTROL_REQUEST__OP__END_OF_DAY:
+	case LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY:
+		ctl_day(self, req->op == LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY, reply);
+		return 1;
+	default:
 		return 0;
-	ctl_step_down(self, req->arg, reply);
-	return 1;
+	}
 }
 
 int seq_failed(const struct sequencer *s)

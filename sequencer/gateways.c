@@ -397,6 +397,18 @@ int seq_gw_note(struct sequencer *s, const uint8_t *data, size_t len)
 	return 0;
 }
 
+void seq_gw_raise(struct sequencer *s, const char *name, uint64_t next)
+{
+	struct mold_session sess;
+	struct seq_gw *g;
+	int bad = 0;
+
+	if (mold_session_set(&sess, name) < 0 || !(g = gw_get(s, &sess, &bad)))
+		return;
+	if (next > g->next)
+		g->next = next;
+}
+
 /* Rebuilds the gateways' next expected numbers (from scratch with reset:
  * after a cut) and the last term from the journal. */
 int seq_gw_rebuild(struct sequencer *s, int reset)
@@ -410,14 +422,22 @@ int seq_gw_rebuild(struct sequencer *s, int reset)
 	if (reset)
 		for (unsigned i = 0; i < s->n_gw; i++)
 			s->gw_list[i]->next = 1;
+	seq_day_reset(s);
 	if (journal_last_seq(s->journal) == 0)
 		return 0;
 	r = journal_iter_open(&it, s->journal, journal_first_seq(s->journal));
 	if (r < 0)
 		return r;
 	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
+		struct tape_event_view v;
+
 		if (term > s->term)
 			s->term = term;
+		if (tape_event_peek(data, len, &v) == 0) {
+			if (seq == journal_first_seq(s->journal))
+				seq_day_first(s, &v); /* earlier days may have left */
+			seq_day_note(s, seq, &v);
+		}
 		if (seq_gw_note(s, data, len) < 0)
 			bad++;
 	}

@@ -71,7 +71,9 @@ static void rq_append(struct sequencer *s, const struct raft_msg *m, const int *
 
 	if (!last)
 		h.flags &= ~RAFT_F_END;
-	h.seq = wire_get_u64(dg + MOLD_SESSION_LEN) - 1;
+	/* the datagram's sequence number is its day's: the index is its
+	 * first event's (common/tapeday.h) */
+	h.seq = seq_dgram_first_index(dg, len) - 1;
 	h.seq_term = journal_term_at(s->journal, h.seq);
 	for (int i = 0; i < nd; i++) {
 		uint8_t *p = rq_slot(s, &s->peers[dst[i]]);
@@ -173,14 +175,21 @@ static int write_term_start(struct sequencer *s, uint64_t seq, uint64_t term)
 static int io_append(void *ctx, uint64_t seq, uint64_t term, const void *data, size_t len)
 {
 	struct sequencer *s = ctx;
-	int r = journal_append(s->journal, seq, term, data, len);
+	struct tape_event_view v;
+	int peeked = seq_day_peeks(s) && tape_event_peek(data, len, &v) == 0;
+	int r;
 
+	if (peeked)
+		seq_day_before_append(s, seq, &v);
+	r = journal_append(s->journal, seq, term, data, len);
 	if (r < 0) {
 		if (r == -ENOSPC || r == -EDQUOT)
 			seq_journal_error(s, "journal", r); /* raft asks for it again later */
 		return r;
 	}
 	s->journal_dirty = 1;
+	if (peeked)
+		seq_day_note(s, seq, &v);
 	if (s->state != SEQ_PRIMARY) /* replicated: the primary's command numbers */
 		seq_gw_note(s, data, len);
 	return 0;
@@ -205,6 +214,7 @@ static int io_truncate_after(void *ctx, uint64_t seq)
 		return r;
 	log_warn("journal: uncommitted events after %llu cut (they differ from the primary's)",
 		 (unsigned long long)seq);
+	tapeday_forget_after(&s->days, seq); /* the market's state: at the rescan */
 	s->gw_dirty = 1;
 	s->next_seq = seq + 1;
 	return 0;

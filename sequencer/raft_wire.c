@@ -8,6 +8,7 @@
 #include "raft.h"
 #include "sequencer.h"
 #include "tape.h"
+#include "tapeday.h"
 #include "wire.h"
 
 _Static_assert(RAFT_TERM_STEP_MAX == TAPE_TERM_STEP_MAX,
@@ -66,6 +67,23 @@ int seq_raft_decode(const uint8_t *buf, size_t len, const struct mold_session *s
 	return 0;
 }
 
+uint64_t seq_dgram_first_index(const uint8_t *dg, size_t len)
+{
+	struct mold_packet pkt;
+	struct mold_iter it;
+	struct tape_event_view v;
+	const uint8_t *data;
+	uint64_t seq;
+	uint16_t blen;
+
+	if (mold_parse(dg, len, NULL, 0, &pkt) < 0 || pkt.kind != MOLD_DATA)
+		return 0;
+	mold_iter_init(&it, &pkt);
+	if (mold_iter_next(&it, &seq, &data, &blen) != 1 || tape_event_peek(data, blen, &v) < 0)
+		return 0;
+	return v.seq;
+}
+
 int seq_raft_decode_entries(const uint8_t *buf, size_t len, const struct mold_session *sess,
 			    struct raft_msg *m, struct raft_entry *out, unsigned max)
 {
@@ -81,9 +99,13 @@ int seq_raft_decode_entries(const uint8_t *buf, size_t len, const struct mold_se
 	m->n_entries = 0;
 	if (len == SEQ_RAFT_WIRE_LEN)
 		return 0; /* an APPEND with no entries */
-	if (mold_parse(buf + SEQ_RAFT_WIRE_LEN, len - SEQ_RAFT_WIRE_LEN, sess, 0, &pkt) < 0 ||
-	    pkt.kind != MOLD_DATA || pkt.seq != m->seq + 1 || pkt.count > max)
+	/* The tape datagram is in its day's session (common/tapeday.h), its
+	 * sequence number the day's: the events' own seq must follow m->seq. */
+	if (mold_parse(buf + SEQ_RAFT_WIRE_LEN, len - SEQ_RAFT_WIRE_LEN, NULL, 0, &pkt) < 0 ||
+	    !tapeday_day_of_session(sess, &pkt.session) || pkt.kind != MOLD_DATA ||
+	    pkt.count > max)
 		return -EBADMSG;
+	pkt.seq = m->seq + 1;
 	mold_iter_init(&it, &pkt);
 	while ((r = mold_iter_next(&it, &seq, &data, &blen)) == 1) {
 		struct tape_event_view v;

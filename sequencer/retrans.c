@@ -27,8 +27,9 @@ unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, 
 {
 	struct journal_iter *it;
 	struct mold_builder mb;
+	struct mold_session sess;
 	unsigned np = 0;
-	uint64_t seq, term;
+	uint64_t seq, term, wire, day_end;
 	const uint8_t *data;
 	size_t len;
 	int r;
@@ -36,9 +37,12 @@ unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, 
 	*blocks = 0;
 	if (journal_iter_open(&it, s->journal, from) < 0)
 		return 0;
-	mold_build_begin(&mb, net_batch_slot(b, 0), cap, &s->tape_session, from);
+	/* each datagram in its day's session, never across two days */
+	day_end = seq_day_end(s, from);
+	seq_day_wire(s, from, &sess, &wire);
+	mold_build_begin(&mb, net_batch_slot(b, 0), cap, &sess, wire);
 	while ((r = journal_iter_next(it, &seq, &term, &data, &len)) == 1 && seq <= to) {
-		if (mold_build_add(&mb, data, (uint16_t)len) == MOLD_OK) {
+		if (seq <= day_end && mold_build_add(&mb, data, (uint16_t)len) == MOLD_OK) {
 			(*blocks)++;
 			continue;
 		}
@@ -47,8 +51,9 @@ unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, 
 		b->lens[np++] = mold_build_end(&mb);
 		if (np == b->n)
 			break;
-		mold_build_begin(&mb, net_batch_slot(b, np), cap, &s->tape_session,
-				 seq);
+		day_end = seq_day_end(s, seq);
+		seq_day_wire(s, seq, &sess, &wire);
+		mold_build_begin(&mb, net_batch_slot(b, np), cap, &sess, wire);
 		if (mold_build_add(&mb, data, (uint16_t)len) != MOLD_OK)
 			break;
 		(*blocks)++;
@@ -92,7 +97,8 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 	uint64_t first = journal_first_seq(s->journal), last = s->commit;
 	uint64_t lo, hi, blocks = 0;
 	unsigned np;
-	int r = mold_parse_request(buf, len, &s->tape_session, &req);
+	/* in any day's session this node knows: its seq then names an index */
+	int r = tapeday_parse_request(&s->days, buf, len, &req);
 
 	if (r < 0) {
 		char a[32];
@@ -110,7 +116,12 @@ static void retrans_serve(struct sequencer *s, const uint8_t *buf, size_t len,
 		/* The too-old answer (common/rx.h): a heartbeat to the requester
 		 * whose seq is the oldest event journalled; then what is held. */
 		uint8_t hb[AUTH_CONTROL_MAX];
-		size_t n = rxpath_too_old_answer(hb, &s->tape_session, "tape", req.seq, first);
+		struct mold_session sess;
+		uint64_t wire;
+		size_t n;
+
+		seq_day_wire(s, first, &sess, &wire);
+		n = rxpath_too_old_answer(hb, &sess, "tape", req.seq, wire);
 
 		n = auth_node_seal(AUTH_TAPE, hb, n, sizeof(hb), 0);
 		s->st.retrans_too_old++;

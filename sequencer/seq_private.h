@@ -8,7 +8,8 @@
  * (the tape retransmission server), group.c (the glue to raft.c: its I/O
  * table, the raft-state file, the roles), raft_wire.c (the LSRF codec),
  * control.c (the daemon table, STATUS, STATS, STEP_DOWN, the config keys
- * and counters). Every function here runs on the loop's thread. */
+ * and counters), day.c (the trading day: end and start of day, the days'
+ * sessions on the wire, retention). Every function here runs on the loop's thread. */
 #ifndef LOCKSTEP_SEQ_PRIVATE_H
 #define LOCKSTEP_SEQ_PRIVATE_H
 
@@ -27,6 +28,8 @@
 #include "net.h"
 #include "rx.h"
 #include "srcbudget.h"
+#include "tape.h"
+#include "tapeday.h"
 #include "sequencer.h"
 
 #define SEQ_DISK_ROOM (8u << 20) /* free bytes a node with a full disk waits for */
@@ -160,6 +163,15 @@ struct sequencer {
 	 * next heartbeat tick, outside any raft call) until the disk has room. */
 	int disk_full, stood_down;
 
+	/* The trading day (day.c), as the journal says: the days' first
+	 * indices (the wire's sessions), whether the market is closed (an
+	 * END_OF_DAY after the last START_OF_DAY), and when the current day
+	 * opened and last closed (the events' timestamps, for the schedule). */
+	struct tapeday days;
+	int closed;
+	uint64_t opened_ns, closed_ns;
+	int emitting_day; /* the primary is proposing a day event: note it */
+
 	struct seq_stats st;
 };
 
@@ -184,6 +196,9 @@ void seq_tape_close_packet(struct sequencer *s);
  * errno (journal: fatal). */
 int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_seq,
 		  const uint8_t *cmd, size_t len);
+/* Sequences an event of the sequencer's own (no origin) with body `body`
+ * (a TAPE_BODY_*), and sends it at once. Returns 0 or a negative errno. */
+int seq_tape_emit_own(struct sequencer *s, enum tape_body body, const uint8_t *data, size_t len);
 /* The end of a batch: journal, replicate or publish what `out` holds.
  * Returns 0 or a negative errno (journal: fatal). */
 int seq_tape_flush(struct sequencer *s);
@@ -216,6 +231,48 @@ void seq_retrans_start(struct sequencer *s);
  * blocks through *blocks. */
 unsigned seq_retrans_read(struct sequencer *s, struct net_batch *b, size_t cap, uint64_t from,
 			  uint64_t to, uint64_t *blocks);
+
+/* ---- day.c: the trading day ---- */
+
+/* An event about to be journalled at seq (every role; `v` peeked from it):
+ * a START_OF_DAY starts a journal segment of its own. */
+void seq_day_before_append(struct sequencer *s, uint64_t seq, const struct tape_event_view *v);
+/* The same event, journalled: the day's base, the market's state. */
+void seq_day_note(struct sequencer *s, uint64_t seq, const struct tape_event_view *v);
+/* Forgets the day state before a rescan of the journal. */
+void seq_day_reset(struct sequencer *s);
+/* The journal's first event, at a rescan: the day it opens (a journal
+ * whose earlier days retention removed begins with a START_OF_DAY, whose
+ * gateways' numbers it takes), or day 1's opening time. */
+void seq_day_first(struct sequencer *s, const struct tape_event_view *v);
+/* Raises gateway `name`'s next expected number to at least `next`. */
+void seq_gw_raise(struct sequencer *s, const char *name, uint64_t next);
+/* Whether io_append must peek at the event (a standby's, or the primary's
+ * own day event). */
+static inline int seq_day_peeks(const struct sequencer *s)
+{
+	return s->state != SEQ_PRIMARY || s->emitting_day;
+}
+/* The last index of the day that holds `index` (UINT64_MAX: the latest day). */
+uint64_t seq_day_end(const struct sequencer *s, uint64_t index);
+/* The session and sequence number on the wire of tape index `index`. */
+void seq_day_wire(const struct sequencer *s, uint64_t index, struct mold_session *session,
+		  uint64_t *wire);
+/* The primary sequences END_OF_DAY (start = 0) or START_OF_DAY (1), with
+ * the current time. Returns 0, -EALREADY (the market is already closed,
+ * or open), -EAGAIN (not the primary, or the disk is full), or another
+ * negative errno (journal: fatal). What it did goes into msg. */
+int seq_day_emit(struct sequencer *s, int start, char *msg, size_t cap);
+/* At the heartbeat tick: the days beyond [sequencer] retention leave the
+ * journal once the last START_OF_DAY is committed. */
+void seq_day_retain(struct sequencer *s);
+/* Checks [sequencer] end_of_day and start_of_day (logging what is wrong).
+ * 0 or -EINVAL. */
+int seq_day_check_config(const struct seq_config *c);
+/* At the heartbeat tick: the primary closes or opens the market when
+ * [sequencer] end_of_day / start_of_day has passed since the day opened
+ * or closed. */
+void seq_day_tick(struct sequencer *s);
 
 /* ---- flow.c: the tape's flow control ---- */
 

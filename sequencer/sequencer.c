@@ -191,8 +191,13 @@ static int out_reserve(struct sequencer *s, uint8_t **p, size_t *room)
 			return r;
 		if (s->out_n == 0)
 			s->out_first = s->next_seq;
+		struct mold_session sess;
+		uint64_t wire;
+
+		/* in its day's session (day.c): a datagram never spans two days */
+		seq_day_wire(s, s->next_seq, &sess, &wire);
 		mold_build_begin(&s->builder, net_batch_slot(&s->out, s->out_n), s->tape_cap,
-				 &s->tape_session, s->next_seq);
+				 &sess, wire);
 		s->out_open = 1;
 	}
 	*room = out_room(s);
@@ -220,11 +225,12 @@ static int out_commit(struct sequencer *s, const uint8_t *ev, size_t len)
 	return 0;
 }
 
-/* Sequences one command. Returns 0, -EMSGSIZE when it cannot fit one tape
+/* Sequences one event: a command (body TAPE_BODY_COMMAND) or one of the
+ * sequencer's own. Returns 0, -EMSGSIZE when it cannot fit one tape
  * datagram, or another negative errno (journal: fatal). The event's commit
  * field is its own seq: it is multicast only once committed. */
 static int emit_event(struct sequencer *s, const char *origin, uint64_t origin_seq,
-		      const uint8_t *cmd, size_t len)
+		      enum tape_body body, const uint8_t *cmd, size_t len)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		size_t room = 0, n = 0;
@@ -234,8 +240,8 @@ static int emit_event(struct sequencer *s, const char *origin, uint64_t origin_s
 		if (r < 0)
 			return r;
 		if (p)
-			n = tape_event_encode(p, room, s->term, s->next_seq, s->now_wall, origin,
-					      origin_seq, s->next_seq, cmd, len);
+			n = tape_event_encode_body(p, room, s->term, s->next_seq, s->now_wall, origin,
+						   origin_seq, s->next_seq, body, cmd, len);
 		if (n > 0)
 			return out_commit(s, p, n);
 		if (s->builder.count == 0)
@@ -248,7 +254,18 @@ static int emit_event(struct sequencer *s, const char *origin, uint64_t origin_s
 int seq_tape_emit(struct sequencer *s, const struct seq_gw *g, uint64_t origin_seq,
 		  const uint8_t *cmd, size_t len)
 {
-	return emit_event(s, g->name, origin_seq, cmd, len);
+	return emit_event(s, g->name, origin_seq, TAPE_BODY_COMMAND, cmd, len);
+}
+
+int seq_tape_emit_own(struct sequencer *s, enum tape_body body, const uint8_t *data, size_t len)
+{
+	int r;
+
+	s->now_ns = mono_ns();
+	s->now_wall = wall_ns();
+	if ((r = emit_event(s, NULL, 0, body, data, len)) < 0)
+		return r;
+	return seq_tape_flush(s);
 }
 
 /* Time on an idle tape: the matchers' only clock is the tape, so when
@@ -261,7 +278,8 @@ static void tape_time_event(struct sequencer *s, uint64_t now)
 
 	s->now_ns = now;
 	s->now_wall = wall_ns();
-	if ((r = emit_event(s, NULL, 0, NULL, 0)) < 0 || (r = seq_tape_flush(s)) < 0) {
+	if ((r = emit_event(s, NULL, 0, TAPE_BODY_NONE, NULL, 0)) < 0 ||
+	    (r = seq_tape_flush(s)) < 0) {
 		seq_journal_error(s, "time event", r);
 		return;
 	}
@@ -350,7 +368,14 @@ static void send_tape_control(struct sequencer *s, int eos)
 {
 	uint8_t pkt[AUTH_CONTROL_MAX];
 	uint64_t next = (s->published < s->commit ? s->published : s->commit) + 1;
-	size_t n = auth_node_heartbeat(pkt, AUTH_TAPE, &s->tape_session, next, eos);
+	struct mold_session sess;
+	uint64_t wire;
+	size_t n;
+
+	/* in the session of the last event sent: a receiver learns a new
+	 * day's base from its first data (common/tapeday.h) */
+	seq_day_wire(s, next > 1 ? next - 1 : 1, &sess, &wire);
+	n = auth_node_heartbeat(pkt, AUTH_TAPE, &sess, wire + (next > 1), eos);
 
 	if (sendto(s->tape_fd, pkt, n, 0, (const struct sockaddr *)&s->group, sizeof(s->group)) < 0) {
 		s->st.tape_send_errors++;
@@ -400,6 +425,8 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 	    now - s->last_event_ns >= s->cfg.time_event_ns &&
 	    raft_transfer_target(s->raft) == RAFT_NOBODY)
 		tape_time_event(s, now);
+	if (s->state == SEQ_PRIMARY && raft_transfer_target(s->raft) == RAFT_NOBODY)
+		seq_day_tick(s);
 	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
 		send_tape_control(s, 0);
 }
@@ -597,11 +624,13 @@ static int seq_open_steps(struct sequencer *s)
 {
 	int r;
 
-	if (mold_session_set(&s->tape_session, s->cfg.tape_session) < 0) {
-		log_err("tape_session '%s': at most 10 printable characters", s->cfg.tape_session);
+	if (mold_session_set(&s->tape_session, s->cfg.tape_session) < 0 ||
+	    !s->cfg.tape_session[0]) {
+		log_err("tape_session '%s': 1 to 10 printable characters", s->cfg.tape_session);
 		return -EINVAL;
 	}
-	if ((r = seq_group_check(s)) < 0)
+	seq_day_reset(s);
+	if ((r = seq_day_check_config(&s->cfg)) < 0 || (r = seq_group_check(s)) < 0)
 		return r;
 	if ((r = open_journal(s)) < 0 || (r = open_sockets(s)) < 0 || (r = open_batches(s)) < 0 ||
 	    (r = open_io(s)) < 0)

@@ -71,6 +71,10 @@ struct seq_config {
 	/* the tape's flow control (flow.c) */
 	uint64_t flow_window; /* events the tape may run ahead of a receiver; 0: off */
 	uint64_t flow_timeout_ns; /* a receiver not heard this long is forgotten */
+	/* the trading day (day.c) */
+	char end_of_day[16], start_of_day[16]; /* "HH:MM:SS" UTC, "": by lockstepctl only */
+	uint64_t retention; /* days the live journal keeps (today's included); 0: all */
+	char archive_dir[256]; /* where older days' segments go ("": removed) */
 };
 
 extern const struct config_key seq_config_keys[];
@@ -92,6 +96,8 @@ struct seq_stats {
 	uint64_t tape_packets_sent;
 	uint64_t tape_heartbeats_sent;
 	uint64_t time_events; /* events of time alone, sequenced on an idle tape */
+	uint64_t day_events; /* end and start of day events this node sequenced */
+	uint64_t days_dropped; /* days that left the live journal (retention) */
 	uint64_t journal_syncs; /* fsync = disk: background syncs that moved journal_durable */
 	uint64_t journal_durable; /* fsync = disk: the last seq on this node's disk */
 	uint64_t disk_full; /* times the journal found its disk full (then it stands down) */
@@ -175,11 +181,15 @@ size_t seq_raft_encode(uint8_t *out, const struct raft_msg *m, const struct mold
 int seq_raft_decode(const uint8_t *buf, size_t len, const struct mold_session *sess, int n_nodes,
 		    struct raft_msg *m);
 /* The entries of an APPEND datagram (buf, len: the whole datagram, decoded
- * by seq_raft_decode into m): the tape datagram after the header must be of
- * session sess, start at m->seq + 1 and hold well-formed events, each
- * entry's term the event's. Fills out[0..max-1] (pointing into buf) and sets
+ * by seq_raft_decode into m): the tape datagram after the header must be in
+ * a day's session of the tape whose day 1 is sess (common/tapeday.h), and
+ * hold well-formed events whose seq run from m->seq + 1, each entry's term
+ * the event's. Fills out[0..max-1] (pointing into buf) and sets
  * m->entries and m->n_entries. Returns 0 or -EBADMSG. */
 struct raft_entry;
+/* The index (Event seq) of a tape datagram's first event; 0 when it has
+ * none readable. */
+uint64_t seq_dgram_first_index(const uint8_t *dg, size_t len);
 int seq_raft_decode_entries(const uint8_t *buf, size_t len, const struct mold_session *sess,
 			    struct raft_msg *m, struct raft_entry *out, unsigned max);
 
