@@ -27,6 +27,7 @@
 #include "raft.h"
 #include "sequencer.h"
 #include "tape.h"
+#include "tapeday.h"
 #include "testutil.h"
 
 #define WAIT_MS 2000 /* for anything that must arrive */
@@ -56,6 +57,11 @@ struct harness {
 	int have_pkt;
 	int heartbeats, eos;
 	uint64_t hb_next;
+	/* the tape's days as a receiver learns them (common/tapeday.h), and
+	 * the session and MoldUDP64 sequence number of the last packet */
+	struct tapeday days;
+	char session[MOLD_SESSION_LEN + 1];
+	uint64_t wire_seq;
 };
 
 static struct harness H;
@@ -237,10 +243,12 @@ static void send_raw(const void *buf, size_t len, const struct sockaddr_in *to)
  * end of session. Heartbeats are counted. Blocks are kept in H.block. */
 static int tape_next(uint64_t *seq, const uint8_t **data, uint16_t *len, int ms)
 {
-	struct mold_session sess;
 	uint64_t deadline = mono_ns() + (uint64_t)ms * 1000000u;
+	struct mold_packet raw;
+	int rc;
 
-	mold_session_set(&sess, "TAPE");
+	if (!H.days.n)
+		ck_assert_int_eq(tapeday_init(&H.days, "TAPE"), 0);
 	for (;;) {
 		ssize_t n;
 		uint64_t now;
@@ -261,7 +269,13 @@ static int tape_next(uint64_t *seq, const uint8_t **data, uint16_t *len, int ms)
 		if (n <= 0)
 			continue;
 		ck_assert_int_le(n, 1472);
-		ck_assert_int_eq(mold_parse(H.pkt, (size_t)n, &sess, 0, &H.mp), 0);
+		ck_assert_int_eq(mold_parse(H.pkt, (size_t)n, NULL, 0, &raw), 0);
+		rc = tapeday_parse(&H.days, H.pkt, (size_t)n, 0, &H.mp);
+		if (rc == TAPEDAY_LATER)
+			continue; /* a heartbeat of a day whose data comes next */
+		ck_assert_int_eq(rc, 0);
+		mold_session_str(&raw.session, H.session);
+		H.wire_seq = raw.seq;
 		if (H.mp.kind == MOLD_HEARTBEAT) {
 			H.heartbeats++;
 			H.hb_next = H.mp.seq;
@@ -525,7 +539,9 @@ static unsigned retrans_collect(int fd, uint64_t first, uint64_t count)
 	unsigned got = 0;
 	uint64_t want = first;
 
-	mold_session_set(&sess, "TAPE");
+	(void)sess;
+	if (!H.days.n)
+		ck_assert_int_eq(tapeday_init(&H.days, "TAPE"), 0);
 	while (got < count && testutil_wait_readable(fd, WAIT_MS)) {
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 		uint64_t seq;
@@ -534,8 +550,9 @@ static unsigned retrans_collect(int fd, uint64_t first, uint64_t count)
 
 		ck_assert_int_gt(n, 0);
 		ck_assert_int_le(n, 1472);
-		ck_assert_int_eq(mold_parse(buf, (size_t)n, &sess, 0, &mp), 0);
+		ck_assert_int_eq(tapeday_parse(&H.days, buf, (size_t)n, 0, &mp), 0);
 		ck_assert_int_eq(mp.kind, MOLD_DATA);
+		mold_session_str((const struct mold_session *)buf, H.session);
 		mold_iter_init(&it, &mp);
 		while (mold_iter_next(&it, &seq, &data, &len)) {
 			ck_assert_uint_eq(seq, want);
@@ -716,6 +733,119 @@ START_TEST(many_commands_fill_datagrams)
 	ck_assert_uint_eq(st.commands_sequenced, N);
 	/* more than one event per tape datagram */
 	ck_assert_uint_lt(st.tape_packets_sent, N / 4);
+}
+END_TEST
+
+/* ctl_op OP: the sequencer's answer to a control request (freed by the
+ * caller). */
+static Lockstep__ControlReply *ctl_op(Lockstep__ControlRequest__Op op)
+{
+	Lockstep__ControlRequest req = LOCKSTEP__CONTROL_REQUEST__INIT;
+	Lockstep__ControlReply *rep = NULL;
+
+	req.op = op;
+	ck_assert_int_eq(ctl_call(H.cfg.node.control, &req, &rep, WAIT_MS), 0);
+	return rep;
+}
+
+/* The next event must be a DayEvent of kind `kind` for day `day`. */
+static uint64_t expect_day(int kind, uint32_t day)
+{
+	uint64_t seq;
+	Lockstep__Event *ev = next_event(&seq);
+
+	ck_assert_int_eq(ev->body_case, LOCKSTEP__EVENT__BODY_DAY);
+	ck_assert_int_eq(ev->day->kind, kind);
+	ck_assert_uint_eq(ev->day->day, day);
+	ck_assert_str_eq(ev->origin, "");
+	lockstep__event__free_unpacked(ev, NULL);
+	return seq;
+}
+
+/* The trading day on the wire: end-of-day and start-of-day from the
+ * control socket; from the START_OF_DAY on, the tape (live, heartbeats,
+ * retransmissions) is in day 2's session from sequence number 1, while the
+ * events' seq count on; a day starts a journal segment; a restart keeps
+ * the day and the gateways' numbers. */
+START_TEST(trading_day_on_the_wire)
+{
+	struct net_udp_options o = { .rcvbuf = 4 << 20 };
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	Lockstep__ControlReply *rep;
+	struct seq_stats st;
+	char path[300];
+	int fd;
+
+	any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = net_udp_open(&any, &o, NULL, NULL);
+	ck_assert_int_ge(fd, 0);
+	expect_term_start(1);
+	send_cmds("gw1", 1, 3);
+	for (uint64_t n = 1; n <= 3; n++)
+		expect_command(1, "gw1", n);
+	rep = ctl_op(LOCKSTEP__CONTROL_REQUEST__OP__END_OF_DAY);
+	ck_assert_int_eq(rep->error, 0);
+	ck_assert_str_eq(rep->message, "day 1 closed at seq 5");
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	ck_assert_uint_eq(expect_day(LOCKSTEP__DAY_EVENT__KIND__END_OF_DAY, 1), 5);
+	ck_assert_str_eq(H.session, "TAPE");
+	rep = ctl_op(LOCKSTEP__CONTROL_REQUEST__OP__END_OF_DAY);
+	ck_assert_int_eq(rep->error, -EALREADY);
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	rep = ctl_op(LOCKSTEP__CONTROL_REQUEST__OP__STATUS);
+	ck_assert_uint_eq(rep->day, 1);
+	ck_assert_str_eq(rep->market, "closed");
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	/* a command while closed is still day 1's */
+	send_cmds("gw1", 4, 1);
+	ck_assert_uint_eq(expect_command(1, "gw1", 4), 6);
+	ck_assert_str_eq(H.session, "TAPE");
+	rep = ctl_op(LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY);
+	ck_assert_int_eq(rep->error, 0);
+	ck_assert_str_eq(rep->message, "day 2 opened at seq 7: tape session TAPE000002");
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	ck_assert_uint_eq(expect_day(LOCKSTEP__DAY_EVENT__KIND__START_OF_DAY, 2), 7);
+	ck_assert_str_eq(H.session, "TAPE000002");
+	ck_assert_uint_eq(H.wire_seq, 1);
+	send_cmds("gw1", 5, 2);
+	ck_assert_uint_eq(expect_command(1, "gw1", 5), 8);
+	ck_assert_uint_eq(expect_command(1, "gw1", 6), 9);
+	ck_assert_str_eq(H.session, "TAPE000002");
+	rep = ctl_op(LOCKSTEP__CONTROL_REQUEST__OP__STATUS);
+	ck_assert_uint_eq(rep->day, 2);
+	ck_assert_str_eq(rep->market, "open");
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	/* retransmissions: day 2 from its own 1; day 1's session past its end
+	 * names day 2's events, which come in day 2's session */
+	send_request(fd, "TAPE000002", 1, 3);
+	ck_assert_uint_eq(retrans_collect(fd, 7, 3), 3);
+	ck_assert_str_eq(H.session, "TAPE000002");
+	send_request(fd, "TAPE", 5, 2);
+	ck_assert_uint_eq(retrans_collect(fd, 5, 2), 2);
+	ck_assert_str_eq(H.session, "TAPE");
+	send_request(fd, "TAPE", 6, 3);
+	ck_assert_uint_eq(retrans_collect(fd, 6, 3), 3);
+	ck_assert_str_eq(H.session, "TAPE000002");
+	send_request(fd, "TAPE000003", 1, 3); /* a day not begun: nothing */
+	ck_assert_int_eq(testutil_wait_readable(fd, QUIET_MS), 0);
+	harness_stop(&st);
+	ck_assert_uint_eq(st.day_events, 2);
+	ck_assert_uint_eq(st.retrans_bad_requests, 1);
+	/* the day's first event began a segment */
+	snprintf(path, sizeof(path), "%s/journal/%020llu.seg", H.dir, 7ull);
+	ck_assert_int_eq(access(path, F_OK), 0);
+
+	/* restarted: still day 2, the gateways' numbers kept */
+	seq_start();
+	ck_assert_uint_eq(expect_term_start(2), 10);
+	ck_assert_str_eq(H.session, "TAPE000002");
+	ck_assert_uint_eq(H.wire_seq, 4);
+	send_cmds("gw1", 6, 2); /* 6 is old, 7 new */
+	ck_assert_uint_eq(expect_command(2, "gw1", 7), 11);
+	rep = ctl_op(LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY);
+	ck_assert_int_eq(rep->error, -EALREADY);
+	lockstep__control_reply__free_unpacked(rep, NULL);
+	close(fd);
 }
 END_TEST
 
@@ -977,6 +1107,7 @@ int main(void)
 	tcase_add_test(tc, many_commands_fill_datagrams);
 	tcase_add_test(tc, control_status_and_stats);
 	tcase_add_test(tc, control_socket_long_path);
+	tcase_add_test(tc, trading_day_on_the_wire);
 	tcase_add_test(tc, group_peers_parse);
 	tcase_add_test(tc, group_wire_round_trip_and_refusals);
 	tcase_add_test(tc, group_append_entries);
