@@ -180,6 +180,11 @@ size_t notify_format_status(char *out, size_t cap, const Lockstep__ControlReply 
 		n = snprintf(out + len, cap - len, " disk=%s", r->disk);
 		len += n < 0 ? 0 : (size_t)n < cap - len ? (size_t)n : cap - len - 1;
 	}
+	/* the trading day, from a node that keeps one */
+	if (r->market && r->market[0] && len < cap) {
+		n = snprintf(out + len, cap - len, " day=%u market=%s", r->day, r->market);
+		len += n < 0 ? 0 : (size_t)n < cap - len ? (size_t)n : cap - len - 1;
+	}
 	return len;
 }
 

@@ -139,6 +139,7 @@ void gw_exec_disk_retry(struct gw *g)
 		   (long long)(room >> 20));
 	for (unsigned p = 0; p < g->n_parts; p++)
 		rx_resume(g->exec.parts[p].exec.rx, mono_ns());
+	gw_day_drain(g); /* the trading day's System Events that waited */
 }
 
 static void exec_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
@@ -300,6 +301,7 @@ static int login_opened(void *ctx, struct gw_login *l, struct journal *j, const 
 		g->exec.n_last = n;
 	}
 	memset(last_exec(g, l), 0, sizeof(*g->exec.last_exec));
+	gw_day_login_opened(g, l, j);
 	if (journal_last_seq(j)) {
 		rc = g->n_parts > 1 ? scan_all(g, l, j, path) : scan_back(j, last_exec(g, l), path);
 		if (rc < 0)

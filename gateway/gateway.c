@@ -155,22 +155,50 @@ static int gw_reload(void *self, const void *fresh_cfg, char *msg, size_t msglen
 /* ---- progress ------------------------------------------------------------ */
 
 /* <state_dir>/gateway.pos: "cmd_acked N\ntape_next N\nexec_next N\n", then
- * "exec_next_P N\n" for each partition P >= 1. A conservative position:
- * resending committed commands is harmless (the sequencer drops duplicates)
- * and exec blocks already journalled for a login are skipped by partition
- * and exec sequence number. v: cmd_acked, tape_next, exec_next[partition]. */
+ * "exec_next_P N\n" for each partition P >= 1, then the trading day's
+ * "day_key K\nday_hold I\ntape_day D\ntape_day_base B\n" (a file without
+ * them: day 1, nothing journalled). A conservative position: resending
+ * committed commands is harmless (the sequencer drops duplicates), exec
+ * blocks already journalled for a login are skipped by partition and exec
+ * sequence number, and day events by their key (day.c). tape_next (a tape
+ * index) stays before a day event not yet journalled. v: GW_POS_*. */
 static void progress_path(const struct gw *g, char *out, size_t cap, const char *suffix)
 {
 	snprintf(out, cap, "%s/gateway.pos%s", g->cfg.node.state_dir, suffix);
 }
 
-#define GW_N_POS (2 + GW_MAX_PARTITIONS)
+/* The key=value lines after the first three (an unknown key is left). */
+static void progress_load_rest(FILE *f, uint64_t v[GW_N_POS])
+{
+	static const struct {
+		const char *name;
+		unsigned pos;
+	} keys[] = {
+		{ "day_key", GW_POS_DAY_KEY },
+		{ "day_hold", GW_POS_DAY_HOLD },
+		{ "tape_day", GW_POS_TAPE_DAY },
+		{ "tape_day_base", GW_POS_TAPE_BASE },
+	};
+	char key[32], extra;
+	unsigned p;
+	uint64_t n;
+
+	while (fscanf(f, " %31[a-z_0-9] %" SCNu64, key, &n) == 2) {
+		/* partitions >= 1; one no longer configured is forgotten */
+		if (sscanf(key, "exec_next_%u%c", &p, &extra) == 1) {
+			if (p >= 1 && p < GW_MAX_PARTITIONS)
+				v[GW_POS_EXEC + p] = n;
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (strcmp(key, keys[i].name) == 0)
+				v[keys[i].pos] = n;
+	}
+}
 
 static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 {
 	char path[300];
-	unsigned p;
-	uint64_t n;
 	FILE *f;
 
 	progress_path(g, path, sizeof(path), "");
@@ -178,15 +206,13 @@ static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 	f = fopen(path, "r");
 	if (!f)
 		return;
-	if (fscanf(f, "cmd_acked %" SCNu64 " tape_next %" SCNu64 " exec_next %" SCNu64, &v[0],
-		   &v[1], &v[2]) != 3) {
+	if (fscanf(f, "cmd_acked %" SCNu64 " tape_next %" SCNu64 " exec_next %" SCNu64,
+		   &v[GW_POS_CMD], &v[GW_POS_TAPE], &v[GW_POS_EXEC]) != 3) {
 		log_warn("%s: unreadable, starting without it", path);
 		memset(v, 0, GW_N_POS * sizeof(*v));
+	} else {
+		progress_load_rest(f, v);
 	}
-	/* partitions >= 1; one no longer configured is forgotten */
-	while (fscanf(f, " exec_next_%u %" SCNu64, &p, &n) == 2)
-		if (p >= 1 && p < GW_MAX_PARTITIONS)
-			v[2 + p] = n;
 	fclose(f);
 	/* a position no stream reaches (a file damaged, or saved by an older
 	 * gateway that believed a forged heartbeat): not believed */
@@ -200,12 +226,13 @@ static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
 		}
 }
 
-/* Once a second: the exec positions count only blocks the logins' journals
- * hold on disk (gw_logins_await first), so a power cut never leaves the
- * file ahead of the journals it skips by. */
-static void progress_save(struct gw *g)
+/* Once a second, and after a day event is journalled: the exec positions
+ * count only blocks the logins' journals hold on disk (gw_logins_await
+ * first), so a power cut never leaves the file ahead of the journals it
+ * skips by; the day key likewise. */
+void gw_progress_save(struct gw *g)
 {
-	uint64_t v[GW_N_POS];
+	uint64_t v[GW_N_POS], pend = gw_day_pending_from(g);
 	char path[300], text[64 * GW_N_POS];
 	struct iovec iov;
 	size_t n;
@@ -213,20 +240,32 @@ static void progress_save(struct gw *g)
 
 	gw_logins_await(&g->logins);
 	memset(v, 0, sizeof(v));
-	v[0] = g->cmd.acked;
-	v[1] = g->tape.s.next;
+	v[GW_POS_CMD] = g->cmd.acked;
+	v[GW_POS_TAPE] = g->tape.s.next < pend ? g->tape.s.next : pend;
 	for (unsigned p = 0; p < g->n_parts; p++)
-		v[2 + p] = g->exec.parts[p].exec.next;
+		v[GW_POS_EXEC + p] = g->exec.parts[p].exec.next;
+	v[GW_POS_DAY_KEY] = g->day.key;
+	v[GW_POS_DAY_HOLD] = pend != UINT64_MAX ? pend : 0;
+	if (g->tape.days.n > 0 && tapeday_last(&g->tape.days)->day > 1) {
+		v[GW_POS_TAPE_DAY] = tapeday_last(&g->tape.days)->day;
+		v[GW_POS_TAPE_BASE] = tapeday_last(&g->tape.days)->base;
+	}
 	if (memcmp(v, g->persisted, sizeof(v)) == 0)
 		return;
 	progress_path(g, path, sizeof(path), "");
 	n = (size_t)snprintf(text, sizeof(text),
 			     "cmd_acked %" PRIu64 "\ntape_next %" PRIu64 "\nexec_next %" PRIu64 "\n",
-			     v[0], v[1], v[2]);
+			     v[GW_POS_CMD], v[GW_POS_TAPE], v[GW_POS_EXEC]);
 	for (unsigned p = 1; p < g->n_parts && n < sizeof(text); p++)
 		n += (size_t)snprintf(text + n, sizeof(text) - n, "exec_next_%u %" PRIu64 "\n", p,
-				      v[2 + p]);
-	iov = (struct iovec){ text, n };
+				      v[GW_POS_EXEC + p]);
+	if (n < sizeof(text))
+		n += (size_t)snprintf(text + n, sizeof(text) - n,
+				      "day_key %" PRIu64 "\nday_hold %" PRIu64 "\ntape_day %" PRIu64
+				      "\ntape_day_base %" PRIu64 "\n",
+				      v[GW_POS_DAY_KEY], v[GW_POS_DAY_HOLD], v[GW_POS_TAPE_DAY],
+				      v[GW_POS_TAPE_BASE]);
+	iov = (struct iovec){ text, n < sizeof(text) ? n : sizeof(text) - 1 };
 	rc = durable_write(path, &iov, 1, 0644);
 	if (rc < 0) {
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "%s: %s", path, strerror(-rc));
@@ -262,7 +301,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	gw_tape_tick(g, now);
 	gw_exec_disk_retry(g);
 	if (now - g->last_persist >= 1.0) {
-		progress_save(g);
+		gw_progress_save(g);
 		g->last_persist = now;
 	}
 }
@@ -287,7 +326,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
 	COUNTER(kernel_rcvbuf_errors), COUNTER(unbelievable), COUNTER(local_rejects), COUNTER(tokens_full),
 	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
-	COUNTER(disk_full),
+	COUNTER(disk_full), COUNTER(day_events), COUNTER(day_implied),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
@@ -327,6 +366,7 @@ static void gw_status(void *self, Lockstep__ControlReply *reply)
 	 * recvmmsg/sendmmsg whatever [node] io says */
 	reply->io = (char *)uring_io_names[URING_IO_MMSG];
 	reply->disk = (char *)(g->disk_full ? "full" : "ok");
+	gw_day_status(g, reply);
 	gw_pools(g, reply);
 }
 
@@ -401,9 +441,10 @@ static int open_parts(struct gw *g)
 		return rc;
 	progress_load(g, pos);
 	memcpy(g->persisted, pos, sizeof(pos));
-	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + 2)) < 0 ||
-	    (rc = gw_cmd_open(g, pos[0])) < 0 || (rc = gw_flow_open(g)) < 0 ||
-	    (rc = gw_tape_open(g, pos[1])) < 0)
+	gw_day_init(g, pos); /* before the logins' journals: they read it */
+	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + GW_POS_EXEC)) < 0 ||
+	    (rc = gw_cmd_open(g, pos[GW_POS_CMD])) < 0 || (rc = gw_flow_open(g)) < 0 ||
+	    (rc = gw_tape_open(g, pos)) < 0)
 		return rc;
 	return gw_session_listen(g);
 }
@@ -481,7 +522,7 @@ void gw_stop(struct gw *g)
 	gw_session_close_listener(g);
 	gw_session_end_all(g);
 	close_parts(g);
-	progress_save(g);
+	gw_progress_save(g);
 	ev_break(g->loop, EVBREAK_ALL);
 }
 

@@ -18,6 +18,8 @@
 #include "srcbudget.h"
 #include "rxpath.h"
 #include "soupbin.h"
+#include "tape.h"
+#include "tapeday.h"
 
 #define GW_IN_BUF 1024 /* client input: any valid inbound packet is < 64 bytes */
 #define GW_MAX_IN_PAYLOAD 512 /* a longer client packet is a protocol error */
@@ -37,7 +39,22 @@ struct journal;
 #define GW_TAG_SHIFT 48
 #define GW_TAG_SEQ_MASK ((UINT64_C(1) << GW_TAG_SHIFT) - 1)
 #define GW_TAG_LOCAL 0xffffu
+/* A System Event of the trading day (day.c), tagged with its day key: a
+ * restart finds in a login's journal which ones it holds. */
+#define GW_TAG_DAY 0xfffeu
 #define GW_TAG(part, seq) ((uint64_t)(part) << GW_TAG_SHIFT | ((seq) & GW_TAG_SEQ_MASK))
+
+/* gateway.pos: the positions a restart resumes from (gateway.c) */
+enum {
+	GW_POS_CMD, /* every command up to it is committed */
+	GW_POS_TAPE, /* the tape index to resume from */
+	GW_POS_EXEC, /* GW_MAX_PARTITIONS exec stream positions */
+	GW_POS_DAY_KEY = GW_POS_EXEC + GW_MAX_PARTITIONS, /* struct gw_day's key */
+	GW_POS_DAY_HOLD, /* a pending day event's tape index (0: none) */
+	GW_POS_TAPE_DAY, /* the latest tape day known, and its base */
+	GW_POS_TAPE_BASE,
+	GW_N_POS,
+};
 
 #define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
 
@@ -70,6 +87,9 @@ struct gw_login {
 	struct gw_login *next_jdirty;
 	const struct gw_reader_ops *rops; /* the attached reader, or NULL */
 	void *reader;
+	/* the day key (gw_day_key) of the last System Event of the trading
+	 * day its journal took: one is journalled only when its key is above */
+	uint64_t day_sent;
 };
 
 /* The login table (logins.c only). A new journal is passed to opened()
@@ -146,6 +166,9 @@ struct gw_stats {
 	uint64_t cmd_send_waits; /* command sends that waited for room in the socket */
 	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
 	uint64_t disk_full; /* times a login's journal found the disk full (exec streams held) */
+	/* the trading day: System Events journalled (one per login each), and
+	 * day events implied because the tape's was not seen (skipped) */
+	uint64_t day_events, day_implied;
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -217,9 +240,12 @@ struct gw_cmd {
 	struct src_budget budget; /* answer bytes per requester ([node] retrans_budget) */
 };
 
-/* The tape watcher (tape.c only). */
+/* The tape watcher (tape.c only). Positions (s.next, last, commit) are
+ * tape indices, continuous across days; `days` maps them to each day's
+ * MoldUDP64 session and sequence numbers (common/tapeday.h). */
 struct gw_tape {
 	struct gw_stream s;
+	struct tapeday days;
 	uint64_t term, commit, last;
 	struct {
 		uint64_t tape_seq, origin_seq;
@@ -241,6 +267,32 @@ struct gw_exec {
 						     journalled, per partition */
 	size_t n_last;
 	int running; /* opened: a login added later leaves the streams' positions */
+};
+
+/* A day key orders the day events: START_OF_DAY of day d is 2d, its
+ * END_OF_DAY 2d + 1 (0: none seen). */
+static inline uint64_t gw_day_key(uint32_t day, enum tape_day_kind kind)
+{
+	return 2 * (uint64_t)day + (kind == TAPE_DAY_END);
+}
+
+#define GW_DAY_PENDING 16 /* day events delivered, not yet journalled */
+
+/* The trading day (day.c only). */
+struct gw_day {
+	/* the last day event every login's journal took (persisted in
+	 * gateway.pos); the day and market follow from it */
+	uint64_t key;
+	/* day events from the tape waiting to be journalled: not committed
+	 * yet, or the disk full; oldest first */
+	struct gw_day_pend {
+		uint64_t index, key, timestamp;
+	} pend[GW_DAY_PENDING];
+	unsigned head, n;
+	/* a restart's: the tape index of a day event that was pending when
+	 * the progress file was saved (0: none); the tape is not skipped past
+	 * it before it is delivered again */
+	uint64_t hold_at;
 };
 
 /* Flow control (flow.c only): the commands in flight. */
@@ -272,6 +324,7 @@ struct gw {
 	struct gw_tape tape;
 	struct gw_sessions sess;
 	struct gw_flow flow;
+	struct gw_day day;
 
 	ev_prepare prepare;
 	ev_timer tick;
@@ -281,7 +334,8 @@ struct gw {
 	 * theirs (nothing is lost, nothing leaves unjournalled) until the
 	 * journals are written and GW_DISK_ROOM is free (gw_exec_disk_retry). */
 	int disk_full;
-	uint64_t persisted[2 + GW_MAX_PARTITIONS]; /* cmd acked, tape next, exec next[] */
+	/* cmd acked, tape next, exec next[], day key, day hold, tape day and its base */
+	uint64_t persisted[GW_N_POS];
 	struct gw_stats st; /* every part counts in it; STATS reads it */
 	int stopping;
 };
@@ -357,9 +411,14 @@ int gw_cmd_pending(const struct gw *g, uint64_t seq);
 /* The tape committed every command up to seq. */
 void gw_cmd_ack(struct gw *g, uint64_t seq);
 
+/* gateway.c */
+/* Writes gateway.pos now (once the logins' journals hold what it counts
+ * on), as the tick does once a second. */
+void gw_progress_save(struct gw *g);
+
 /* tape.c */
-/* next: the progress file's position (0: the first packet decides). */
-int gw_tape_open(struct gw *g, uint64_t next);
+/* pos: the progress file's (GW_POS_*; tape 0: the first packet decides). */
+int gw_tape_open(struct gw *g, const uint64_t *pos);
 void gw_tape_close(struct gw *g);
 void gw_tape_tick(struct gw *g, ev_tstamp now);
 
@@ -377,6 +436,26 @@ void gw_exec_disk_full(struct gw *g, int err);
  * free, the exec streams deliver again. */
 void gw_exec_disk_retry(struct gw *g);
 
+/* day.c: the trading day's System Events */
+/* From the progress file's GW_POS_DAY_* values. */
+void gw_day_init(struct gw *g, const uint64_t *pos);
+/* A login's journal opened: which day events it holds. */
+void gw_day_login_opened(struct gw *g, struct gw_login *l, struct journal *j);
+/* The tape delivered a DayEvent (body: its bytes) at index, with the
+ * event's timestamp (ns since the epoch). */
+void gw_day_on_tape(struct gw *g, uint64_t index, uint64_t timestamp, const uint8_t *body,
+		    size_t len);
+/* Journals the pending day events that the tape committed (and the disk
+ * takes). */
+void gw_day_drain(struct gw *g);
+/* The tape index below which nothing is pending (UINT64_MAX: none), for
+ * the progress file's tape position; the index the tape may not be
+ * skipped past (UINT64_MAX: any). */
+uint64_t gw_day_pending_from(const struct gw *g);
+uint64_t gw_day_skip_limit(const struct gw *g, uint64_t next, uint64_t upto);
+/* STATUS: day and market. */
+void gw_day_status(const struct gw *g, Lockstep__ControlReply *reply);
+
 /* stream.c: common to the tape and exec receivers */
 /* The shared receive batch and request timer. 0 or -ENOMEM. */
 int gw_stream_init(struct gw *g);
@@ -387,6 +466,8 @@ int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, 
 /* Stops the stream's watchers, closes its sockets, frees its receiver. */
 void gw_stream_close(struct gw *g, struct gw_stream *s);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
+/* Sends request r (any session) to s's server `server`. */
+void gw_stream_send_request(struct gw_stream *s, unsigned server, const struct mold_request *r);
 /* One datagram of a stream (answer: from its request socket, sent by from). */
 typedef void gw_stream_packet_fn(void *ctx, const uint8_t *buf, size_t len, int answer,
 				 const struct sockaddr_in *from, uint64_t now);

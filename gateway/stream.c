@@ -34,20 +34,26 @@ int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, 
 	return 0;
 }
 
-void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
+void gw_stream_send_request(struct gw_stream *s, unsigned server, const struct mold_request *r)
 {
-	struct mold_request r = { s->sess, seq, count };
 	uint8_t buf[AUTH_CONTROL_MAX];
 	const struct sockaddr_in *dst = &s->retrans[server % s->n_retrans];
 	size_t n;
 
 	if (s->req_fd < 0)
 		return;
-	n = auth_node_request(buf, &r);
+	n = auth_node_request(buf, r);
 	if (sendto(s->req_fd, buf, n, 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "retransmission request: %s",
 				strerror(errno));
-	log_debug("%.4s: asked for %" PRIu64 "+%u", s->sess.name, seq, count);
+	log_debug("%.10s: asked for %" PRIu64 "+%u", r->session.name, r->seq, r->count);
+}
+
+void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count)
+{
+	struct mold_request r = { s->sess, seq, count };
+
+	gw_stream_send_request(s, server, &r);
 }
 
 _Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,

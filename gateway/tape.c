@@ -1,6 +1,8 @@
 /* The tape watcher: follows the sequencer's tape (MoldUDP64, common/tape.h)
- * for its term and commit position, and acknowledges the commands of ours
- * that it has committed. */
+ * for its term and commit position, acknowledges the commands of ours that
+ * it has committed, and hands its DayEvents to day.c. The tape runs in one
+ * MoldUDP64 session a day; everything here counts in tape indices, which
+ * run on across days, and common/tapeday maps packets and requests. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -60,6 +62,10 @@ static int tape_block(struct gw *g, uint64_t seq, const uint8_t *data, uint16_t 
 		g->tape.commit = v.commit;
 	g->tape.last = seq;
 	g->tape.s.next = seq + 1;
+	if (v.body == TAPE_BODY_DAY) {
+		gw_day_on_tape(g, seq, v.timestamp, v.body_data, v.body_len);
+		return 0;
+	}
 	if (v.origin_len == name_len && memcmp(v.origin, g->cfg.node.name, name_len) == 0) {
 		gw_flow_on_tape(g, v.origin_seq, seq);
 		if (gw_cmd_pending(g, v.origin_seq))
@@ -75,9 +81,17 @@ static int tape_deliver(void *ctx, uint64_t seq, const uint8_t *data, uint16_t l
 	return tape_block(ctx, seq, data, len) < 0 ? RX_REJECT : RX_TAKEN;
 }
 
-static void tape_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
+/* A request for indices [index, index + count), in the session of the
+ * known day that holds index (tapeday_build_request's mapping; the request
+ * is built here by auth_node_request, which tags it). A server maps it back
+ * to indices and answers each block in its own day's session. */
+static void tape_request(void *ctx, unsigned server, uint64_t index, uint16_t count)
 {
-	gw_stream_request(&((struct gw *)ctx)->tape.s, server, seq, count);
+	struct gw *g = ctx;
+	struct mold_request r = { .count = count };
+
+	tapeday_wire(&g->tape.days, index, &r.session, &r.seq);
+	gw_stream_send_request(&g->tape.s, server, &r);
 }
 
 /* The sequencer's journal no longer holds [from, to): go on after it. A
@@ -96,13 +110,40 @@ static int tape_lost(void *ctx, uint64_t from, uint64_t to)
 static const struct rx_ops tape_ops = { tape_deliver, tape_request, tape_lost };
 
 /* Nothing of ours can be in a gap while nothing is unacknowledged: the tape
- * is followed from `upto` on without asking for what is missing. */
+ * is followed from `upto` on without asking for what is missing. A day's
+ * first event (START_OF_DAY, at its base) and a day event a restart has to
+ * deliver again are never skipped (gw_day_skip_limit): the gap from there
+ * is asked for. */
 static void tape_skip(struct gw *g, uint64_t upto, uint64_t now)
 {
+	if (!gw_cmd_unacked(g) && rx_next(g->tape.s.rx))
+		upto = gw_day_skip_limit(g, rx_next(g->tape.s.rx), upto);
 	if (!gw_cmd_unacked(g) && rx_next(g->tape.s.rx) && upto > rx_next(g->tape.s.rx)) {
 		rx_skip(g->tape.s.rx, upto, now);
 		g->tape.s.next = rx_next(g->tape.s.rx);
 	}
+}
+
+/* A heartbeat or end of session of a later day whose first index is not
+ * known: the day before ended, and what we have may not be all of it. The
+ * next index exists (at least the new day's START_OF_DAY is there), so rx
+ * is told so once it has delivered all it knows of, and asks for it: the
+ * answer comes in the session of the day that holds it and, from the new
+ * day's, teaches its base. While a gap is open rx is asking already. An
+ * answer of this kind (a too-old answer from a day we do not know) says
+ * nothing we can place: the other servers are asked as usual. */
+static void tape_later(struct gw *g, int answer, uint64_t now)
+{
+	struct rx *rx = g->tape.s.rx;
+
+	if (answer)
+		return;
+	g->tape.s.live = 1;
+	if (rx_next(rx) == 0 && gw_cmd_unacked(g))
+		rx_start(rx, 1); /* ours may be anywhere: read it all */
+	if (rx_next(rx) && rx_gap_count(rx) == 0 && rx_next(rx) == rx_high(rx) &&
+	    rx_believable(rx, rx_high(rx), 1))
+		rx_tail(rx, rx_high(rx) + 1, now);
 }
 
 /* A datagram of the tape, or (answer) on the request socket from `from`: a
@@ -116,7 +157,7 @@ static void tape_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 
 	if (rx_drop(answer ? &g->tape.s.req_drop : &g->tape.s.drop, buf, len))
 		return;
-	rc = mold_parse(buf, len, &g->tape.s.sess, 0, &pkt);
+	rc = tapeday_parse(&g->tape.days, buf, len, 0, &pkt);
 	if (rc < 0) {
 		g->st.tape_malformed++;
 		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "tape: dropped packet: %s",
@@ -124,6 +165,10 @@ static void tape_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 		return;
 	}
 	g->st.tape_packets++;
+	if (rc == TAPEDAY_LATER) {
+		tape_later(g, answer, now);
+		return;
+	}
 	if (answer) {
 		if (pkt.kind == MOLD_END_OF_SESSION)
 			return;
@@ -151,6 +196,7 @@ static void tape_packet(void *ctx, const uint8_t *buf, size_t len, int answer,
 	tape_skip(g, pkt.seq, now);
 	rx_packet(g->tape.s.rx, &pkt, now);
 	ack_drain(g);
+	gw_day_drain(g);
 }
 
 static void tape_read(struct ev_loop *loop, ev_io *w, int revents)
@@ -171,8 +217,9 @@ void gw_tape_tick(struct gw *g, ev_tstamp now)
 	}
 }
 
-int gw_tape_open(struct gw *g, uint64_t next)
+int gw_tape_open(struct gw *g, const uint64_t *pos)
 {
+	uint64_t next = pos[GW_POS_TAPE];
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
 	struct sockaddr_in group;
@@ -198,8 +245,14 @@ int gw_tape_open(struct gw *g, uint64_t next)
 		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 12);
 	rx_drop_init(&g->tape.s.req_drop, g->cfg.drop_rate,
 		     rx_seed_of(g->cfg.node.name, g->cfg.drop_seed) + 13);
-	if (mold_session_set(&g->tape.s.sess, g->cfg.tape_session) < 0)
+	if (mold_session_set(&g->tape.s.sess, g->cfg.tape_session) < 0 ||
+	    tapeday_init(&g->tape.days, g->cfg.tape_session) < 0)
 		return -EINVAL; /* checked by gw_open */
+	/* the day the tape was in: requests name it; a later day is learnt
+	 * from the tape (a wrong base is replaced by the next packet's) */
+	if (pos[GW_POS_TAPE_DAY] > 1 && pos[GW_POS_TAPE_DAY] <= TAPEDAY_MAX_DAY)
+		(void)tapeday_learn(&g->tape.days, (uint32_t)pos[GW_POS_TAPE_DAY],
+				    pos[GW_POS_TAPE_BASE]);
 	g->tape.s.surface = AUTH_TAPE;
 	/* from the progress file's position (0: the first packet decides) */
 	rc = gw_stream_open(g, &g->tape.s, &tape_ops, g,

@@ -21,6 +21,7 @@
 #include "net.h"
 #include "ouch.h"
 #include "soupbin.h"
+#include "tape.h"
 #include "wire.h"
 #include "testutil.h"
 
@@ -1298,6 +1299,220 @@ START_TEST(listed_unknown_symbol_to_partition_0)
 }
 END_TEST
 
+/* ---- the trading day -------------------------------------------------------- */
+
+/* One event on the tape: tape index `index` as MoldUDP64 seq `seq` of
+ * session `sess`, a DayEvent {kind, day} (kind TAPE_DAY_NONE: another
+ * gateway's command), committed. Sent to the tape group, or (to a
+ * request's asker) from fd. */
+static void tape_send(struct rig *r, int fd, const struct sockaddr_in *to, const char *sess,
+		      uint64_t seq, uint64_t index, enum tape_day_kind kind, uint32_t day)
+{
+	struct sockaddr_in group = { .sin_family = AF_INET };
+	uint8_t ev[128], pkt[256], body[4] = { 0x08, (uint8_t)kind, 0x10, (uint8_t)day };
+	uint64_t ts = 1700000000ull * 1000000000ull + index;
+	struct mold_session ms;
+	struct mold_builder mb;
+	size_t n, len;
+
+	if (kind == TAPE_DAY_NONE)
+		n = tape_event_encode(ev, sizeof(ev), 1, index, ts, "OTHER", index, index,
+				      (const uint8_t *)"", 0);
+	else
+		n = tape_event_encode_body(ev, sizeof(ev), 1, index, ts, NULL, 0, index,
+					   TAPE_BODY_DAY, body, sizeof(body));
+	ck_assert_uint_gt(n, 0);
+	mold_session_set(&ms, sess);
+	mold_build_begin(&mb, pkt, sizeof(pkt), &ms, seq);
+	ck_assert_int_eq(mold_build_add(&mb, ev, (uint16_t)n), 0);
+	len = mold_build_end(&mb);
+	if (!to) {
+		inet_pton(AF_INET, "239.255.9.1", &group.sin_addr);
+		group.sin_port = htons((uint16_t)r->tape_port);
+		to = &group;
+	}
+	ck_assert_int_eq(sendto(fd, pkt, len, 0, (const struct sockaddr *)to, sizeof(*to)),
+			 (ssize_t)len);
+}
+
+/* A tape heartbeat of session sess saying seq is next. */
+static void tape_heartbeat(struct rig *r, int mc, const char *sess, uint64_t seq)
+{
+	struct sockaddr_in group = { .sin_family = AF_INET };
+	struct mold_session ms;
+	uint8_t hb[MOLD_HEADER_LEN];
+
+	inet_pton(AF_INET, "239.255.9.1", &group.sin_addr);
+	group.sin_port = htons((uint16_t)r->tape_port);
+	mold_session_set(&ms, sess);
+	mold_build_heartbeat(hb, &ms, seq);
+	ck_assert_int_eq(sendto(mc, hb, sizeof(hb), 0, (struct sockaddr *)&group, sizeof(group)),
+			 (ssize_t)sizeof(hb));
+}
+
+/* The next client message is a System Event with code `code`. */
+static void ck_system_event(struct rig *r, int fd, char code)
+{
+	uint8_t b[256];
+
+	ck_assert_int_eq(client_msg(r, fd, b, sizeof(b)), OUCH_SYSTEM_EVENT);
+	ck_assert_int_eq(b[10], code);
+}
+
+static void ck_day(struct rig *r, uint32_t day, const char *market)
+{
+	Lockstep__ControlReply rep = LOCKSTEP__CONTROL_REPLY__INIT;
+
+	gw_daemon.status(r->gw, &rep);
+	ck_assert_uint_eq(rep.day, day);
+	ck_assert_str_eq(rep.market, market);
+}
+
+static void rig_day_open(struct rig *r)
+{
+	char extra[1][160];
+
+	snprintf(extra[0], 160, "gateway.idle_timeout=10s");
+	rig_open_ex(r, extra, 1);
+}
+
+/* A DayEvent on the tape: every login's stream gets the System Event
+ * (also a login not logged in, which replays it later); the same event
+ * again (another index, a retransmission, a restart with or without the
+ * progress file) journals nothing; START_OF_DAY of day 2 comes in day 2's
+ * session. STATUS follows the day and the market. */
+START_TEST(day_system_events)
+{
+	struct rig r;
+	int mc = mc_open(), fd;
+
+	rig_day_open(&r);
+	ck_day(&r, 1, "open");
+	fd = client_as(&r, "TRADR1", "pw1", 0);
+	tape_send(&r, mc, NULL, "TAPE", 1, 1, TAPE_DAY_NONE, 0);
+	tape_send(&r, mc, NULL, "TAPE", 2, 2, TAPE_DAY_END, 1);
+	ck_system_event(&r, fd, OUCH_EVENT_END_OF_DAY);
+	ck_day(&r, 1, "closed");
+	tape_send(&r, mc, NULL, "TAPE", 2, 2, TAPE_DAY_END, 1); /* a copy */
+	tape_send(&r, mc, NULL, "TAPE", 3, 3, TAPE_DAY_END, 1); /* the same event again */
+	client_quiet(&r, fd, 150);
+	ck_assert_uint_eq(r.gw->st.day_events, 2); /* TRADR1 and TRADR2 */
+
+	/* a restart that lost its progress file finds it in the journals */
+	close(fd);
+	rig_reopen(&r, rig_day_open, 1);
+	ck_day(&r, 1, "open"); /* nothing said yet; the journals hold E */
+	fd = client_as(&r, "TRADR1", "pw1", 0);
+	tape_send(&r, mc, NULL, "TAPE", 2, 2, TAPE_DAY_END, 1);
+	client_quiet(&r, fd, 150);
+	ck_assert_uint_eq(r.gw->st.day_events, 0);
+
+	/* day 2 opens in its own session, at index 4 */
+	tape_send(&r, mc, NULL, "TAPE000002", 1, 4, TAPE_DAY_START, 2);
+	ck_system_event(&r, fd, OUCH_EVENT_START_OF_DAY);
+	ck_day(&r, 2, "open");
+	close(fd);
+
+	/* a restart with it: the state and what was journalled stay */
+	rig_reopen(&r, rig_day_open, 0);
+	ck_day(&r, 2, "open");
+	fd = client_as(&r, "TRADR1", "pw1", 0);
+	tape_send(&r, mc, NULL, "TAPE000002", 1, 4, TAPE_DAY_START, 2);
+	client_quiet(&r, fd, 150);
+	ck_assert_uint_eq(r.gw->st.day_events, 0);
+	close(fd);
+
+	/* TRADR2 was never logged in: its stream holds both */
+	fd = client_as(&r, "TRADR2", "pw2", 1);
+	ck_system_event(&r, fd, OUCH_EVENT_END_OF_DAY);
+	ck_system_event(&r, fd, OUCH_EVENT_START_OF_DAY);
+	client_quiet(&r, fd, 100);
+	close(fd);
+	close(mc);
+	rig_close(&r);
+}
+END_TEST
+
+/* A tape request from server fd: its session and seq, count; the asker's
+ * address in from. */
+static void tape_request_of(int fd, struct sockaddr_in *from, const char *sess, uint64_t seq,
+			    uint16_t count)
+{
+	struct mold_session ts;
+	struct mold_request q;
+	socklen_t fl = sizeof(*from);
+	uint8_t buf[64];
+	ssize_t n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)from, &fl);
+
+	mold_session_set(&ts, sess);
+	ck_assert_int_eq(mold_parse_request(buf, (size_t)n, &ts, &q), 0);
+	ck_assert_uint_eq(q.seq, seq);
+	ck_assert_uint_eq(q.count, count);
+}
+
+/* Requests across days: a heartbeat of day 2 whose base is unknown makes
+ * the gateway ask for the index after what it has (in day 1's session);
+ * the answer, in day 2's session, teaches day 2's base, and a later gap is
+ * asked for in day 2's session and numbers. Without a command of ours
+ * unacknowledged the tape skips a gap, but not a day's START_OF_DAY. */
+START_TEST(day_tape_requests)
+{
+	struct rig r;
+	char extra[4][160];
+	uint8_t b[2048];
+	struct sockaddr_in from;
+	int t, pt, rd[1] = { 0 }, fd, cfd, mc = mc_open();
+
+	t = udp_bound(&pt);
+	snprintf(extra[0], 160, "gateway.tape_retrans=127.0.0.1:%d", pt);
+	snprintf(extra[1], 160, "gateway.request_delay=0ms");
+	snprintf(extra[2], 160, "gateway.retrans_timeout=50ms");
+	snprintf(extra[3], 160, "gateway.idle_timeout=10s");
+	rig_open_ex(&r, extra, 4);
+	cfd = client_enter(&r);
+	seq_read_kind(&r, r.seq_fd, MOLD_DATA, b, sizeof(b)); /* command 1, unacknowledged */
+
+	tape_send(&r, mc, NULL, "TAPE", 1, 1, TAPE_DAY_NONE, 0);
+	tape_send(&r, mc, NULL, "TAPE", 2, 2, TAPE_DAY_END, 1);
+	ck_system_event(&r, cfd, OUCH_EVENT_END_OF_DAY);
+	/* day 2 began (its base unknown): index 3 exists, in day 1's numbers */
+	tape_heartbeat(&r, mc, "TAPE000002", 3);
+	ck_assert_int_eq(pump_any(&r, &t, 1, 2000, rd), 0);
+	tape_request_of(t, &from, "TAPE", 3, 1);
+	/* the answer comes in day 2's session: START_OF_DAY at index 3 */
+	tape_send(&r, t, &from, "TAPE000002", 1, 3, TAPE_DAY_START, 2);
+	ck_system_event(&r, cfd, OUCH_EVENT_START_OF_DAY);
+	ck_day(&r, 2, "open");
+	/* day 2's seq 2..4 (indices 4..6) lost: asked for in day 2's numbers */
+	tape_heartbeat(&r, mc, "TAPE000002", 5);
+	ck_assert_int_eq(pump_any(&r, &t, 1, 2000, rd), 0);
+	tape_request_of(t, &from, "TAPE000002", 2, 3);
+	close(cfd);
+	close(t);
+	rig_close(&r);
+
+	/* nothing of ours unacknowledged: day 3's first packet seen is its
+	 * third; indices up to its START are skipped, its START is asked for */
+	t = udp_bound(&pt);
+	snprintf(extra[0], 160, "gateway.tape_retrans=127.0.0.1:%d", pt);
+	rig_open_ex(&r, extra, 4);
+	fd = client_as(&r, "TRADR1", "pw1", 0);
+	tape_send(&r, mc, NULL, "TAPE", 1, 1, TAPE_DAY_NONE, 0);
+	tape_send(&r, mc, NULL, "TAPE000003", 3, 12, TAPE_DAY_NONE, 0);
+	ck_assert_int_eq(pump_any(&r, &t, 1, 2000, rd), 0);
+	tape_request_of(t, &from, "TAPE000003", 1, 2);
+	tape_send(&r, t, &from, "TAPE000003", 1, 10, TAPE_DAY_START, 3);
+	ck_system_event(&r, fd, OUCH_EVENT_END_OF_DAY); /* day 2's, not seen */
+	ck_system_event(&r, fd, OUCH_EVENT_START_OF_DAY);
+	ck_assert_uint_eq(r.gw->st.day_implied, 1);
+	ck_day(&r, 3, "open");
+	close(fd);
+	close(t);
+	close(mc);
+	rig_close(&r);
+}
+END_TEST
+
 static Suite *gateway_suite(void)
 {
 	Suite *s = suite_create("gateway");
@@ -1325,6 +1540,8 @@ static Suite *gateway_suite(void)
 	tcase_add_test(tl, partition_routing);
 	tcase_add_test(tl, partition_exec);
 	tcase_add_test(tl, listed_unknown_symbol_to_partition_0);
+	tcase_add_test(tl, day_system_events);
+	tcase_add_test(tl, day_tape_requests);
 	suite_add_tcase(s, tl);
 	return s;
 }

@@ -211,6 +211,11 @@ START_TEST(status_text)
 	ck_assert_str_eq(buf, "gateway ready term=3 seq=120 commit=121 ouch=127.0.0.1:15000");
 	ck_assert_uint_eq(notify_format_status(small, sizeof(small), &r), sizeof(small) - 1);
 	ck_assert_str_eq(small, "gateway rea");
+	r.day = 2;
+	r.market = "closed";
+	notify_format_status(buf, sizeof(buf), &r);
+	ck_assert_str_eq(buf,
+			 "gateway ready term=3 seq=120 commit=121 ouch=127.0.0.1:15000 day=2 market=closed");
 }
 END_TEST
 
