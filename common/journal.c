@@ -245,8 +245,13 @@ static int seg_roll(struct journal *j)
 {
 	int r = journal_wbuf_write(j);
 
-	if (r == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE)
+	/* Inline, whatever the thread was asked for: once the thread's
+	 * descriptor moves to the new segment (seg_create), a sync it had not
+	 * begun would land there and count the old segment's tail as synced. */
+	if (r == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE) {
+		j->unsynced = 1;
 		r = journal_data_sync(j);
+	}
 	if (r == 0)
 		r = seg_create(j, j->want);
 	return r;

@@ -71,6 +71,7 @@ struct journal_async {
 	pthread_mutex_t mu;
 	int sfd; /* the thread's descriptor of the last segment, under mu */
 	int mu_made, started;
+	int retry; /* the loop's: a sync failed, kick the thread again */
 	pthread_t thread;
 };
 

@@ -57,7 +57,11 @@ static void *sync_main(void *arg)
 		while (!atomic_load(&a->stop) && (t = atomic_load(&a->want)) > atomic_load(&a->done)) {
 			if (a->sfd < 0 || fdatasync(a->sfd) < 0) {
 				atomic_store(&a->err, a->sfd < 0 ? -EBADF : -errno);
-				break; /* the loop hears of it; its next kick tries again */
+				/* the loop hears of it at once (journal_poll), and its
+				 * next journal_sync_start kicks a retry */
+				if (a->efd >= 0)
+					signal_fd(a->efd);
+				break;
 			}
 			atomic_store(&a->done, t);
 			if (a->efd >= 0)
@@ -132,6 +136,8 @@ static int sync_pull(struct journal *j)
 
 	if (done > j->durable)
 		j->durable = done;
+	if (err)
+		j->async.retry = 1; /* what it was asked for is still wanted */
 	return err;
 }
 
@@ -141,8 +147,9 @@ static int sync_push(struct journal *j)
 {
 	int r;
 
-	if (j->written <= atomic_load(&j->async.want))
+	if (j->written <= atomic_load(&j->async.want) && !j->async.retry)
 		return 0;
+	j->async.retry = 0;
 	if (j->async.started) {
 		atomic_store(&j->async.want, j->written);
 		signal_fd(j->async.go);

@@ -3,10 +3,12 @@
  * (the per-run one also when a test fails). */
 #include <check.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,24 @@
 
 #define SEG_HDR 16u
 #define REC_OVERHEAD 24u
+
+/* fdatasync, interposed for the whole program (the journal's syncer thread
+ * calls this one): while fail_fdatasync > 0, that many calls fail with EIO. */
+static _Atomic int fail_fdatasync;
+
+int fdatasync(int fd)
+{
+	static int (*real)(int);
+
+	if (atomic_load(&fail_fdatasync) > 0) {
+		atomic_fetch_sub(&fail_fdatasync, 1);
+		errno = EIO;
+		return -1;
+	}
+	if (!real)
+		real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+	return real(fd);
+}
 
 /* Sized so that every path made from them fits PATH_MAX. */
 static char run_dir[1024]; /* one per run of this program */
@@ -691,6 +711,48 @@ static void disk_wait(struct journal *j)
 	ck_assert_int_eq(poll(&p, 1, 5000), 1);
 	ck_assert_int_ge(journal_poll(j), 0);
 }
+
+/* DISK: a background sync that fails is reported at once (the eventfd
+ * wakes the loop, journal_poll returns the error) and what it was asked
+ * for is synced again from the next journal_poll or flush on, without a new
+ * record: a failed sync used to leave durable_seq behind until more was
+ * written, and journal_await waiting for good. */
+START_TEST(disk_failed_sync_reported_and_retried)
+{
+	struct journal_options o = { .fsync = JOURNAL_FSYNC_DISK };
+	struct journal *j = jopen_opt(&o, NULL);
+	struct pollfd p = { .fd = journal_sync_fd(j), .events = POLLIN };
+	int r = 0;
+
+	append_range(j, 1, 5);
+	atomic_store(&fail_fdatasync, 1);
+	ck_assert_int_eq(journal_flush(j), 0);
+	for (int k = 0; k < 10 && r == 0; k++) {
+		ck_assert_int_eq(poll(&p, 1, 5000), 1);
+		r = journal_poll(j);
+	}
+	ck_assert_int_eq(r, -EIO);
+	ck_assert_uint_eq(journal_durable_seq(j), 0);
+	ck_assert_int_eq(atomic_load(&fail_fdatasync), 0);
+	/* no more records: the next journal_poll asks for the sync again */
+	for (int k = 0; k < 10 && journal_durable_seq(j) < 5; k++) {
+		ck_assert_int_ge(journal_poll(j), 0);
+		if (journal_durable_seq(j) < 5)
+			ck_assert_int_eq(poll(&p, 1, 5000), 1);
+	}
+	ck_assert_uint_eq(journal_durable_seq(j), 5);
+	/* journal_await: the error, then the retry */
+	append_range(j, 6, 8);
+	atomic_store(&fail_fdatasync, 1);
+	ck_assert_int_eq(journal_flush(j), 0);
+	r = journal_await(j, 8);
+	if (r == -EIO)
+		r = journal_await(j, 8);
+	ck_assert_int_eq(r, 0);
+	ck_assert_uint_eq(journal_durable_seq(j), 8);
+	journal_close(j);
+}
+END_TEST
 
 /* DISK: a flush starts a background sync and nothing counts as durable
  * until it has ended (journal_poll after the eventfd); batches written while
@@ -1767,6 +1829,7 @@ int main(void)
 	tcase_add_test(io, fsync_policies);
 	tcase_add_test(io, interval_sync_in_background);
 	tcase_add_test(io, disk_durable_after_background_sync);
+	tcase_add_test(io, disk_failed_sync_reported_and_retried);
 	tcase_add_test(io, large_records_across_scan_chunks);
 	tcase_add_test(io, corruption_after_open_is_eio);
 	tcase_add_test(io, iter_from_first_middle_last);
