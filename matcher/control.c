@@ -34,7 +34,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(checkpoints_not_member),
 	COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
 	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused), COUNTER(exec_send_waits),
-	COUNTER(flow_status_sent), COUNTER(retrans_budget_refused),
+	COUNTER(flow_status_sent), COUNTER(retrans_budget_refused), COUNTER(tape_day_later),
 };
 _Static_assert(ARRAY_SIZE(stat_defs) == sizeof(struct matcher_stats) / sizeof(uint64_t),
 	       "a name for every counter");
@@ -45,7 +45,8 @@ static const struct counter_def extra_defs[] = {
 	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
 	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
 	GAUGE(tokens), COUNTER(tokens_forgotten), GAUGE(flow_cost_per_event), GAUGE(flow_window),
-	GAUGE(snapshot_stall_us), COUNTER(tape_unbelievable),
+	GAUGE(snapshot_stall_us), COUNTER(tape_unbelievable), COUNTER(day_events),
+	COUNTER(day_events_ignored), COUNTER(closed_cancels), COUNTER(closed_rejects),
 };
 
 /* STATUS's pools: the engine's. */
@@ -64,6 +65,7 @@ static void matcher_pools(const struct matcher *m, Lockstep__ControlReply *r)
 static void matcher_status(void *self, Lockstep__ControlReply *r)
 {
 	struct matcher *m = self;
+	struct engine_day d;
 
 	r->name = (char *)m->cfg->node.name;
 	r->state = (char *)matcher_state_names[m->state];
@@ -74,6 +76,10 @@ static void matcher_status(void *self, Lockstep__ControlReply *r)
 	r->partition = (uint32_t)m->cfg->partition;
 	r->snapshot_seq = m->snap_last;
 	r->io = (char *)iopath_name(&m->io);
+	/* the day as applied (the engine's), not as the wire last showed it */
+	engine_get_day(m->engine, &d);
+	r->day = d.day;
+	r->market = (char *)(d.open ? "open" : "closed");
 	if (m->diverged)
 		r->message = m->div_msg;
 	matcher_pools(m, r);
@@ -101,7 +107,8 @@ static void matcher_stats(void *self, struct counters *out)
 		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
 		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
 		es.tokens, es.tokens_forgotten, m->flow_cost.per_event, matcher_flow_window(m),
-		m->snap_stall_ns / 1000, rs.unbelievable,
+		m->snap_stall_ns / 1000, rs.unbelievable, es.day_events, es.day_ignored,
+		es.closed_cancels, es.closed_rejects,
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));

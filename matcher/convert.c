@@ -80,8 +80,20 @@ int convert_command(const Lockstep__Command *c, struct engine_cmd *e)
 enum convert_result convert_event(const struct tape_event_view *v, uint64_t partition,
 				  struct engine_cmd *cmd)
 {
-	uint32_t part;
+	enum tape_day_kind kind;
+	uint32_t part, day;
 
+	if (v->body == TAPE_BODY_DAY) {
+		if (tape_day_peek(v->body_data, v->body_len, &kind, &day) < 0)
+			return CONVERT_SKIP;
+		if (kind != TAPE_DAY_END && kind != TAPE_DAY_START)
+			return CONVERT_TIME;
+		memset(cmd, 0, sizeof(*cmd));
+		cmd->kind = ENGINE_DAY;
+		cmd->u.day.kind = kind == TAPE_DAY_END ? ENGINE_DAY_END : ENGINE_DAY_START;
+		cmd->u.day.day = day;
+		return CONVERT_APPLY;
+	}
 	if (v->body != TAPE_BODY_COMMAND)
 		return CONVERT_TIME;
 	if (command_decode(v->body_data, v->body_len, cmd, &part) < 0)

@@ -6,7 +6,11 @@
  * The policy, per event at tape sequence number seq:
  *  - tape_event_peek() fails, or the Event's seq is not the block's: the
  *    event is skipped (neither applied nor advancing tape time);
- *  - a body other than a Command (TermStart, none): tape time advances
+ *  - a DayEvent (END_OF_DAY, START_OF_DAY): engine_apply() of an ENGINE_DAY
+ *    command, whatever the partition (every partition's market opens and
+ *    closes); one that does not decode is skipped, one of another kind
+ *    advances tape time;
+ *  - another body (TermStart, none): tape time advances
  *    (engine_advance_time);
  *  - a Command that does not unpack or convert: skipped, as above;
  *  - a Command of another partition: tape time advances;
@@ -30,7 +34,7 @@ enum convert_result {
 	CONVERT_SKIP, /* undecodable: skip it, tape time does not move */
 	CONVERT_TIME, /* no command: engine_advance_time(view->timestamp) */
 	CONVERT_OTHER_PARTITION, /* another partition's command: advance time too */
-	CONVERT_APPLY, /* engine_apply(seq, view->timestamp, cmd) */
+	CONVERT_APPLY, /* engine_apply(seq, view->timestamp, cmd): a command or a day */
 };
 
 /* Command (unpacked by protobuf-c) -> engine command (strings copied, too

@@ -1,6 +1,7 @@
 /* The matching engine's commands (semantics in engine.h): Enter, Replace,
  * Cancel, Modify and Cancel All, matching in price-time priority, expiry,
- * and the outbound messages they answer with. The tables they work on are
+ * the trading day's END and START, and the outbound messages they answer
+ * with. The tables they work on are
  * engine_book.c's (engine_private.h). */
 #include <stddef.h>
 #include <string.h>
@@ -398,7 +399,7 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 {
 	const struct ouch_enter_order *in = &cmd->u.enter;
 	char key[OUCH_TOKEN_LEN], login[8];
-	uint32_t user = engine_book_user(e, cmd->user, 1), slot = NONE, sym, oi;
+	uint32_t user = engine_book_user(e, cmd->user, 1), slot = NONE, sym = NONE, oi;
 	int found = 0, reason;
 	uint64_t h;
 	struct order *o;
@@ -408,7 +409,8 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	engine_book_token_room(e);
 	/* the token slot is a likely cache miss: fetch it while validating */
 	__builtin_prefetch(&e->tokens[token_home(e, h)]);
-	reason = check_enter(e, in, &sym);
+	/* closed: the same path as any rejection, so the token is consumed */
+	reason = e->closed ? OUCH_REJ_CLOSED : check_enter(e, in, &sym);
 	if (user != 0) {
 		slot = token_find(e, user, h, key, &found);
 		if (found) {
@@ -421,6 +423,8 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	if (reason) {
 		if (user != 0 && e->n_tokens < e->max_tokens)
 			token_insert(e, slot, user, h, key, NONE);
+		if (reason == OUCH_REJ_CLOSED)
+			e->st.closed_rejects++;
 		login_str(login, cmd->user);
 		emit_rejected(e, login, in->token, reason);
 		return;
@@ -489,6 +493,15 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 	uint64_t h_old, h_new;
 	struct order *o;
 
+	if (e->closed) {
+		/* no order is live to replace: said plainly, not ignored */
+		char login[8];
+
+		login_str(login, cmd->user);
+		e->st.closed_rejects++;
+		emit_rejected(e, login, rp->replacement_token, OUCH_REJ_CLOSED);
+		return;
+	}
 	if (user == 0) {
 		e->st.ignored_dead++;
 		return;
@@ -607,6 +620,51 @@ static void do_cancel_all(struct engine *e, const struct engine_cmd *cmd)
 	}
 }
 
+/* --- the trading day ----------------------------------------------------- */
+
+/* Cancels every resting order (reason 'E') and closes the market. Book
+ * order, best price first within a side: what the snapshot keeps (pool
+ * indices are not) and what needs no sorting, so no allocation. */
+static void close_day(struct engine *e)
+{
+	for (uint32_t sym = 0; sym < e->n_symbols; sym++) {
+		for (int side = 0; side < 2; side++) {
+			const struct lvl_ent *a = side_ents(e, sym, side);
+
+			/* each cancel may free the best level, which is the last entry */
+			while (e->syms[sym].n[side] > 0) {
+				const struct level *l = &e->levels[a[e->syms[sym].n[side] - 1].level];
+				uint32_t oi = l->head[Q_DISPLAYED] != NONE ? l->head[Q_DISPLAYED]
+									  : l->head[Q_HIDDEN];
+
+				e->st.closed_cancels++;
+				cancel_booked(e, oi, OUCH_CXL_CLOSED);
+			}
+		}
+	}
+	e->closed = 1;
+}
+
+static void do_day(struct engine *e, uint64_t seq, const struct engine_day_cmd *d)
+{
+	if (d->kind == ENGINE_DAY_END && !e->closed && d->day == e->day) {
+		close_day(e);
+	} else if (d->kind == ENGINE_DAY_START && e->day < UINT32_MAX && d->day == e->day + 1) {
+		/* a START without the END before it ends the day all the same:
+		 * the tape has moved on to the next session */
+		if (!e->closed)
+			close_day(e);
+		engine_book_tokens_forget_all(e);
+		e->day = d->day;
+		e->day_base = seq;
+		e->closed = 0;
+	} else {
+		e->st.day_ignored++;
+		return;
+	}
+	e->st.day_events++;
+}
+
 /* Cancels (reason 'T') every order whose expiry time is at or before now. */
 static void expire(struct engine *e)
 {
@@ -647,6 +705,9 @@ void engine_apply(struct engine *e, uint64_t seq, uint64_t tape_ns, const struct
 	case ENGINE_CANCEL_ALL:
 		do_cancel_all(e, cmd);
 		break;
+	case ENGINE_DAY:
+		do_day(e, seq, &cmd->u.day);
+		break;
 	default:
 		e->st.ignored_invalid++;
 		break;
@@ -661,11 +722,23 @@ void engine_advance_time(struct engine *e, uint64_t tape_ns, engine_emit_fn emit
 
 uint64_t engine_hash(const struct engine *e)
 {
-	uint64_t s[6] = {
+	uint64_t s[9] = {
 		e->book_hash, e->next_ref, e->next_match, e->next_prio, e->n_tokens, e->orders_open,
+		e->day, e->day_base, (uint64_t)e->closed,
 	};
+	/* Day 1, open, hashes as before days existed, so that a replica of this
+	 * version agrees with an older one at checkpoints until the first
+	 * DayEvent (which the older one cannot apply) during a rolling upgrade. */
+	size_t n = e->day == 1 && e->day_base == 1 && !e->closed ? 6 : 9;
 
-	return XXH3_64bits(s, sizeof(s));
+	return XXH3_64bits(s, n * sizeof(s[0]));
+}
+
+void engine_get_day(const struct engine *e, struct engine_day *out)
+{
+	out->day = e->day;
+	out->open = !e->closed;
+	out->base = e->day_base;
 }
 
 void engine_get_stats(const struct engine *e, struct engine_stats *out)

@@ -77,6 +77,23 @@
  *  - CANCEL_ALL cancels every open order of the user (reason 'U') in the order
  *    they were entered (a replaced order keeps its place).
  *  - Outbound timestamps are tape_ns modulo one day (ns since midnight UTC).
+ *  - The trading day (ENGINE_DAY, from the tape's DayEvents): the engine
+ *    starts in day 1 (base 1), open. END_OF_DAY of the current day while
+ *    open cancels every resting order with reason 'E' (OUCH_CXL_CLOSED), in
+ *    book order (symbol in configuration order, bids then asks, best price
+ *    first, then time priority: the order matching would have taken them),
+ *    and closes the market. While closed, Enter is Rejected 'C'
+ *    (OUCH_REJ_CLOSED; the token is consumed, as any rejected Enter's), and
+ *    Replace is Rejected 'C' under its replacement token (no token
+ *    consumed: there is no live order to replace); Cancel, Modify and
+ *    Cancel All find no live order and answer as they do for one. START_OF_DAY
+ *    of day d + 1 opens the market with day d + 1 and base = its tape seq,
+ *    and forgets every token (all are dead: tokens are day-unique, so a new
+ *    day may reuse them); a START of day d + 1 while day d is still open
+ *    closes day d first, as its END would. A START of any other day, or an
+ *    END of a day other than the current one or while closed, changes
+ *    nothing but day_ignored. Day, base and open/closed are in the state
+ *    hash (once they differ from day 1, base 1, open) and the snapshot.
  */
 #ifndef LOCKSTEP_ENGINE_H
 #define LOCKSTEP_ENGINE_H
@@ -107,6 +124,15 @@ enum engine_cmd_kind {
 	ENGINE_CANCEL,
 	ENGINE_MODIFY,
 	ENGINE_CANCEL_ALL, /* logout / disconnect with cancel-on-disconnect */
+	ENGINE_DAY, /* a DayEvent of the tape: u.day; user and firm unused */
+};
+
+/* The DayEvent's kinds, numbered as lockstep.proto's DayEvent.Kind. */
+enum engine_day_kind { ENGINE_DAY_END = 1, ENGINE_DAY_START = 2 };
+
+struct engine_day_cmd {
+	uint32_t kind; /* enum engine_day_kind; another value is ignored (day_ignored) */
+	uint32_t day;
 };
 
 struct engine_cmd {
@@ -118,6 +144,7 @@ struct engine_cmd {
 		struct ouch_replace_order replace;
 		struct ouch_cancel_order cancel;
 		struct ouch_modify_order modify;
+		struct engine_day_cmd day;
 	} u;
 };
 
@@ -164,9 +191,25 @@ struct engine_stats {
 	uint64_t tokens_forgotten; /* dead tokens forgotten to make room */
 	uint64_t users; /* logins seen */
 	uint64_t messages; /* outbound messages */
+	/* after messages: the snapshot format keeps the fields above as they
+	 * were in version 2 (engine_snapshot.c) */
+	uint64_t day_events; /* DayEvents applied (END and START) */
+	uint64_t day_ignored; /* DayEvents out of order or of another kind: ignored */
+	uint64_t closed_cancels; /* Canceled 'E' at an end of day */
+	uint64_t closed_rejects; /* Rejected 'C' while closed */
 };
 
 void engine_get_stats(const struct engine *e, struct engine_stats *out);
+
+/* The trading day as the tape's DayEvents left it: day d (1 at first), its
+ * base (the tape seq of its START_OF_DAY; 1 for day 1), and whether the
+ * market is open (0 between an END_OF_DAY and the next START_OF_DAY). */
+struct engine_day {
+	uint32_t day;
+	int open;
+	uint64_t base;
+};
+void engine_get_day(const struct engine *e, struct engine_day *out);
 
 /* How full each pool is: in use, and the size the config gave. */
 struct engine_pool {
@@ -182,12 +225,13 @@ void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOL
 int engine_verify(const struct engine *e);
 
 /* Snapshots: the whole state (orders in priority order per level, tokens,
- * users, counters, expiries) as a byte stream, versioned (see engine_snapshot.c).
+ * users, counters, expiries, the day) as a byte stream, versioned (see engine_snapshot.c).
  * fn returns 0 or a negative errno, which the call then returns.
  * engine_snapshot_write: 0 or the first error (or -ENOMEM); O(open orders +
  * tokens), allocates one scratch array of max_orders u32.
  * engine_snapshot_read: into a freshly created engine with the same symbols
- * (-EBUSY otherwise); -EPROTO for another format version, -EBADMSG for
+ * (-EBUSY otherwise); -EPROTO for a format version it does not read
+ * (it reads the current one and the one before: engine_snapshot.c), -EBADMSG for
  * content that does not add up (the engine is then unusable: destroy it).
  * After a successful read engine_hash() equals the hash at write time. */
 typedef int (*engine_write_fn)(void *ctx, const void *buf, size_t len);

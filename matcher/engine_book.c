@@ -146,6 +146,22 @@ void engine_book_token_room(struct engine *e)
 	e->st.tokens_forgotten++;
 }
 
+void engine_book_tokens_forget_all(struct engine *e)
+{
+	uint32_t at = e->dead_head;
+
+	/* every token is dead (no live order: the caller checks), and emptying
+	 * every slot leaves no probe chain to mend, so no backward shift */
+	for (uint32_t k = 0; k < e->n_dead; k++) {
+		memset(&e->tokens[e->dead[at]], 0, sizeof(e->tokens[0]));
+		if (++at == e->max_tokens)
+			at = 0;
+	}
+	e->n_tokens = 0;
+	e->n_dead = 0;
+	e->dead_head = 0;
+}
+
 /* --- state hash ---------------------------------------------------------- */
 
 /* XXH3 of what the state hash covers of the order. */
@@ -509,6 +525,9 @@ int engine_verify(const struct engine *e)
 	if (count != e->orders_open || listed != count || hash != e->book_hash ||
 	    verify_dead(e) != 0 || e->n_tokens != e->n_dead + count)
 		return -EUCLEAN;
+	/* the day: nothing rests while the market is closed */
+	if (e->day == 0 || e->day_base == 0 || (e->closed && count != 0))
+		return -EUCLEAN;
 	return 0;
 }
 
@@ -601,6 +620,8 @@ int engine_create(struct engine **out, const struct engine_config *cfg)
 	e->next_ref = ((uint64_t)cfg->partition << 48) + 1;
 	e->next_match = ((uint64_t)cfg->partition << 48) + 1;
 	e->next_prio = 1;
+	e->day = 1;
+	e->day_base = 1;
 	r = alloc_tables(e, cfg);
 	if (!r)
 		r = add_symbols(e, cfg);

@@ -126,6 +126,13 @@ struct engine {
 	uint64_t next_ref, next_match, next_prio;
 	uint64_t book_hash;
 
+	/* the trading day (engine.h): day >= 1, day_base its START's tape seq
+	 * (1 for day 1); closed between an END_OF_DAY and the next START, when
+	 * no order rests */
+	uint32_t day;
+	int closed;
+	uint64_t day_base;
+
 	/* the call in progress */
 	uint64_t now_ns, ts;
 	engine_emit_fn emit;
@@ -260,6 +267,11 @@ static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, 
  * the oldest dead token is forgotten (engine_book.c). Slots found before
  * this call may have moved. */
 void engine_book_token_room(struct engine *e);
+
+/* At a START_OF_DAY: forgets every token (all dead: no order rests while
+ * closed), clearing their slots through the dead ring, so O(tokens of the
+ * day) and not of the table's size. */
+void engine_book_tokens_forget_all(struct engine *e);
 
 /* --- the book (engine_book.c) --------------------------------------------- */
 

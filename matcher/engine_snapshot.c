@@ -10,7 +10,10 @@
  * integers; the matcher wraps it with its own header and a CRC32C):
  *   u32 magic 'LSEN', u32 version, u32 n_symbols, u32 n_users,
  *   u64 n_tokens, u64 n_orders, u64 next_ref, next_match, next_prio,
- *   u64 book_hash, u64 now_ns, struct engine_stats as u64[],
+ *   u64 book_hash, u64 now_ns, the first SNAP_STATS_V2 fields of struct
+ *     engine_stats as u64[] (those version 2 had),
+ *   version 3: the day: u32 day, u32 closed, u64 day_base, then the rest of
+ *     struct engine_stats as u64[] (struct snap_day),
  *   symbols: u64 packed name each (must equal the configuration's, in order),
  *   users: u64 packed login each, in id order (ids, and so token hashes,
  *     come out identical),
@@ -22,12 +25,29 @@
  *   per user (id order): u32 count, then u32 order indices (into the order
  *     list) in the user's entry order (CANCEL_ALL's order). */
 #define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
-#define ENGINE_SNAP_VERSION 2u /* 2: dead tokens in age order, tokens_forgotten */
+/* 2: dead tokens in age order, tokens_forgotten; 3: the trading day. A
+ * version 2 file still loads, as day 1 (base 1), open: it was written
+ * before any DayEvent could be applied. */
+#define ENGINE_SNAP_VERSION 3u
+#define ENGINE_SNAP_VERSION_OLDEST 2u
+
+/* struct engine_stats up to `messages`: version 2's, kept where they were */
+#define SNAP_STATS_V2 20
+#define SNAP_STATS_V3 (sizeof(struct engine_stats) / sizeof(uint64_t) - SNAP_STATS_V2)
+_Static_assert(offsetof(struct engine_stats, messages) == (SNAP_STATS_V2 - 1) * sizeof(uint64_t),
+	       "version 2's counters come first in struct engine_stats");
+_Static_assert(sizeof(struct engine_stats) % sizeof(uint64_t) == 0, "engine_stats is u64s");
 
 struct snap_head {
 	uint32_t magic, version, n_symbols, n_users;
 	uint64_t n_tokens, n_orders, next_ref, next_match, next_prio, book_hash, now_ns;
-	struct engine_stats st;
+	uint64_t st[SNAP_STATS_V2];
+};
+
+struct snap_day {
+	uint32_t day, closed;
+	uint64_t day_base;
+	uint64_t st[SNAP_STATS_V3]; /* engine_stats after `messages` */
 };
 
 struct snap_token {
@@ -81,6 +101,7 @@ static int chunk_add(struct snap_out *out, const void *chunk, size_t elem)
 static int snap_write_head(const struct engine *e, struct snap_out *out)
 {
 	struct snap_head h;
+	struct snap_day d;
 	int r;
 
 	memset(&h, 0, sizeof(h));
@@ -95,8 +116,13 @@ static int snap_write_head(const struct engine *e, struct snap_out *out)
 	h.next_prio = e->next_prio;
 	h.book_hash = e->book_hash;
 	h.now_ns = e->now_ns;
-	h.st = e->st;
-	if ((r = out->fn(out->ctx, &h, sizeof(h))) < 0)
+	memcpy(h.st, &e->st, sizeof(h.st));
+	memset(&d, 0, sizeof(d));
+	d.day = e->day;
+	d.closed = (uint32_t)e->closed;
+	d.day_base = e->day_base;
+	memcpy(d.st, (const uint64_t *)&e->st + SNAP_STATS_V2, sizeof(d.st));
+	if ((r = out->fn(out->ctx, &h, sizeof(h))) < 0 || (r = out->fn(out->ctx, &d, sizeof(d))) < 0)
 		return r;
 	for (uint32_t s = 0; s < e->n_symbols; s++)
 		if ((r = out->fn(out->ctx, &e->syms[s].name, sizeof(uint64_t))) < 0)
@@ -254,17 +280,26 @@ int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx)
 
 /* --- reading ------------------------------------------------------------------ */
 
-/* The header (into h) and the symbols, checked against the engine. */
-static int snap_read_head(struct engine *e, struct snap_head *h, engine_read_fn fn, void *ctx)
+/* The header (into h), the day (into d; version 2's: day 1, base 1, open)
+ * and the symbols, checked against the engine. */
+static int snap_read_head(struct engine *e, struct snap_head *h, struct snap_day *d,
+			  engine_read_fn fn, void *ctx)
 {
 	int r;
 
 	if ((r = fn(ctx, h, sizeof(*h))) < 0)
 		return r;
-	if (h->magic != ENGINE_SNAP_MAGIC || h->version != ENGINE_SNAP_VERSION)
+	if (h->magic != ENGINE_SNAP_MAGIC || h->version < ENGINE_SNAP_VERSION_OLDEST ||
+	    h->version > ENGINE_SNAP_VERSION)
 		return -EPROTO;
+	memset(d, 0, sizeof(*d));
+	d->day = 1;
+	d->day_base = 1;
+	if (h->version >= 3 && (r = fn(ctx, d, sizeof(*d))) < 0)
+		return r;
 	if (h->n_symbols != e->n_symbols || h->n_users > e->max_users ||
-	    h->n_tokens > e->max_tokens || h->n_orders > e->max_orders || h->n_orders > h->n_tokens)
+	    h->n_tokens > e->max_tokens || h->n_orders > e->max_orders || h->n_orders > h->n_tokens ||
+	    d->day == 0 || d->day_base == 0 || d->closed > 1 || (d->closed && h->n_orders))
 		return -EBADMSG;
 	for (uint32_t s = 0; s < e->n_symbols; s++) {
 		uint64_t name;
@@ -409,8 +444,9 @@ static int snap_read_orders(struct engine *e, uint64_t n_orders, uint32_t *map,
 	return 0;
 }
 
-/* The counters, once every token has found its order and the book checks. */
-static int snap_read_finish(struct engine *e, const struct snap_head *h)
+/* The counters and the day, once every token has found its order and the
+ * book checks. */
+static int snap_read_finish(struct engine *e, const struct snap_head *h, const struct snap_day *d)
 {
 	for (uint32_t i = 0; i < e->token_cap; i++)
 		if (e->tokens[i].user != 0 && e->tokens[i].order == LIVE_PENDING)
@@ -420,7 +456,11 @@ static int snap_read_finish(struct engine *e, const struct snap_head *h)
 	e->next_prio = h->next_prio;
 	e->now_ns = h->now_ns;
 	e->ts = h->now_ns % NS_PER_DAY;
-	e->st = h->st;
+	memcpy(&e->st, h->st, sizeof(h->st));
+	memcpy((uint64_t *)&e->st + SNAP_STATS_V2, d->st, sizeof(d->st));
+	e->day = d->day;
+	e->closed = (int)d->closed;
+	e->day_base = d->day_base;
 	if (e->book_hash != h->book_hash || engine_verify(e) != 0)
 		return -EBADMSG;
 	return 0;
@@ -429,12 +469,13 @@ static int snap_read_finish(struct engine *e, const struct snap_head *h)
 int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
 {
 	struct snap_head h;
+	struct snap_day d;
 	uint32_t *map;
 	int r;
 
 	if (e->n_users || e->n_tokens || e->orders_open)
 		return -EBUSY;
-	if ((r = snap_read_head(e, &h, fn, ctx)) < 0 ||
+	if ((r = snap_read_head(e, &h, &d, fn, ctx)) < 0 ||
 	    (r = snap_read_users(e, h.n_users, fn, ctx)) < 0 ||
 	    (r = snap_read_tokens(e, h.n_tokens, fn, ctx)) < 0)
 		return r;
@@ -443,7 +484,7 @@ int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
 		return -ENOMEM;
 	r = snap_read_orders(e, h.n_orders, map, fn, ctx);
 	if (r == 0)
-		r = snap_read_finish(e, &h);
+		r = snap_read_finish(e, &h, &d);
 	free(map);
 	return r;
 }

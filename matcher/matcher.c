@@ -1,6 +1,7 @@
 /* The matcher daemon's core: the tape intake (on_tape, the receiver's ops
  * of common/rx.h, its timer), applying committed events to the engine (and
- * the test fault that makes a replica diverge), the state machine
+ * the test fault that makes a replica diverge), the tape's days on the wire
+ * (common/tapeday.h), the state machine
  * (set_state), and matcher_open/stop/close. The execution stream is exec.c,
  * checkpoints checkpoint.c, the snapshot directory snapdir.c, STATUS and
  * STATS control.c, the [matcher] keys config.c (matcher_private.h). */
@@ -25,6 +26,7 @@
 #include "prealloc.h"
 #include "rxpath.h"
 #include "tape.h"
+#include "tapeday.h"
 
 const char *const matcher_state_names[M_STATE_MAX] = { "starting", "catching-up", "live",
 							"stalled", "diverged" };
@@ -42,6 +44,30 @@ void matcher_set_state(struct matcher *m, enum matcher_state s)
 }
 
 /* --- applying the tape ------------------------------------------------------ */
+
+/* A DayEvent (rare: twice a day), applied, and what it did logged. */
+static void apply_day(struct matcher *m, uint64_t seq, uint64_t tape_ns,
+		      const struct engine_cmd *cmd)
+{
+	const struct engine_day_cmd *c = &cmd->u.day;
+	struct engine_stats before, after;
+	struct engine_day d;
+
+	engine_get_stats(m->engine, &before);
+	engine_apply(m->engine, seq, tape_ns, cmd, matcher_exec_emit, m);
+	m->st.events_applied++;
+	engine_get_stats(m->engine, &after);
+	engine_get_day(m->engine, &d);
+	if (after.day_ignored != before.day_ignored)
+		log_warn("tape seq %llu: %s of day %u ignored: the market is in day %u, %s",
+			 (unsigned long long)seq,
+			 c->kind == ENGINE_DAY_END ? "END_OF_DAY" : "START_OF_DAY", c->day, d.day,
+			 d.open ? "open" : "closed");
+	else
+		log_notice("tape seq %llu: day %u %s, %llu resting orders canceled (reason E)",
+			   (unsigned long long)seq, d.day, d.open ? "opened" : "closed",
+			   (unsigned long long)(after.closed_cancels - before.closed_cancels));
+}
 
 /* Applies the event at m->next_seq. Returns 0, -EAGAIN when it is not
  * committed yet (the caller stops and waits for the commit position), or
@@ -89,6 +115,10 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 		return 0;
 	case CONVERT_APPLY:
 		break;
+	}
+	if (cmd.kind == ENGINE_DAY) {
+		apply_day(m, seq, v.timestamp, &cmd);
+		return 0;
 	}
 	engine_apply(m->engine, seq, v.timestamp, &cmd, matcher_exec_emit, m);
 	m->st.events_applied++;
@@ -157,13 +187,21 @@ static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 	return RX_TAKEN;
 }
 
+/* rx asks in tape indices; the request names them in the session of the
+ * known day that holds `seq` (a server maps it back and answers each index
+ * in its own day's session, which teaches a day not known yet). */
 static void send_request(void *ctx, unsigned server, uint64_t seq, uint16_t count)
 {
 	struct matcher *m = ctx;
-	struct mold_request r = { .session = m->tape_session, .seq = seq, .count = count };
+	struct mold_request r = { .count = count };
 	uint8_t buf[AUTH_CONTROL_MAX];
 	const struct sockaddr_in *dst = &m->tape_retrans[server % m->n_retrans];
-	size_t n = auth_node_request(buf, &r);
+	size_t n;
+
+	/* tapeday_build_request's mapping, into the struct that the tagged
+	 * request (auth_node_request) is built from */
+	tapeday_wire(&m->tapeday, seq, &r.session, &r.seq);
+	n = auth_node_request(buf, &r);
 
 	if (sendto(m->req_fd, buf, n, 0, (const struct sockaddr *)dst, sizeof(*dst)) !=
 	    (ssize_t)n)
@@ -206,8 +244,27 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	rx_arm(m);
 }
 
+/* A heartbeat (or end of session, or too-old answer) of a later day whose
+ * base is not known: the day rx is in has ended, and at least the next
+ * day's START_OF_DAY exists at index rx_high(), the first index past all
+ * that a known day holds. rx is told so and asks for it (in the last known
+ * day's session); the answer comes in the new day's session and teaches
+ * its base. Claimed once per rx_high: a second heartbeat of the same day
+ * must not claim the index after it, which may not exist yet. */
+static void day_later(struct matcher *m)
+{
+	uint64_t high = rx_high(m->tape_rx);
+
+	m->st.tape_day_later++;
+	if (high == 0 || high == m->day_later_claim)
+		return;
+	rx_tail(m->tape_rx, high + 1, m->now);
+	m->day_later_claim = rx_high(m->tape_rx);
+}
+
 /* A datagram of the tape (answer 0) or on the request socket (answer 1, from
- * `from`: retransmissions, and the too-old answer, a heartbeat). */
+ * `from`: retransmissions, and the too-old answer, a heartbeat). Sequence
+ * numbers become tape indices (tapeday_parse) before rx sees them. */
 static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answer,
 			   const struct sockaddr_in *from)
 {
@@ -219,7 +276,11 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 	    rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
 		return;
 	m->st.tape_packets++;
-	err = mold_parse(buf, len, &m->tape_session, 0, &p);
+	err = tapeday_parse(&m->tapeday, buf, len, 0, &p);
+	if (err == TAPEDAY_LATER) {
+		day_later(m);
+		return;
+	}
 	if (err == MOLD_E_SESSION) {
 		m->st.tape_wrong_session++;
 		return;
@@ -426,6 +487,28 @@ static int open_io(struct matcher *m)
 	return 0;
 }
 
+/* The tape's days: day 1 is [matcher] tape_session; after a snapshot, the
+ * engine's day (its START's index) is known too, so that requests for what
+ * follows the snapshot name that day's session. Later days are learnt from
+ * the tape. */
+static int open_tapeday(struct matcher *m)
+{
+	struct engine_day d;
+
+	if (tapeday_init(&m->tapeday, m->cfg->tape_session) < 0) {
+		log_err("[matcher] tape_session \"%s\": not a MoldUDP64 session name",
+			m->cfg->tape_session);
+		return -EINVAL;
+	}
+	engine_get_day(m->engine, &d);
+	if (d.day > 1 && tapeday_learn(&m->tapeday, d.day, d.base) < 0) {
+		log_err("the snapshot's day %u (tape seq %llu) is not a day of the tape",
+			d.day, (unsigned long long)d.base);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The [matcher] addresses, then the sockets: the tape's, the tape request
  * socket, the execution stream's (exec.c), the checkpoints' (checkpoint.c). */
 static int open_sockets(struct matcher *m)
@@ -444,8 +527,8 @@ static int open_sockets(struct matcher *m)
 		log_err("bad address in the [matcher] section: %s", strerror(-err));
 		return err;
 	}
-	if (mold_session_set(&m->tape_session, c->tape_session) < 0)
-		return -EINVAL;
+	if ((err = open_tapeday(m)) < 0)
+		return err;
 	m->tape_fd = net_mcast_recv_open(&group, c->tape_iface, &o, &rcv);
 	if (m->tape_fd < 0) {
 		log_err("tape %s on %s: %s", c->tape_group, c->tape_iface, strerror(-m->tape_fd));

@@ -27,6 +27,7 @@
 #include "rx.h"
 #include "snapshot.h"
 #include "srcbudget.h"
+#include "tapeday.h"
 
 #define RETRANS_PACKETS 64 /* packets answered per request at most */
 #define CKPT_WINDOW 64 /* checkpoints remembered (others' hashes, votes) */
@@ -57,6 +58,7 @@ struct matcher_stats {
 	uint64_t exec_send_waits; /* sends that waited for room in the socket */
 	uint64_t flow_status_sent; /* status messages to the sequencers */
 	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
+	uint64_t tape_day_later; /* heartbeats of a later day not known yet: more to fetch */
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,
@@ -84,7 +86,12 @@ struct matcher {
 	int tape_fd;
 	struct net_batch rx;
 	ev_io tape_io;
-	struct mold_session tape_session;
+	/* the tape's days on the wire (common/tapeday.h): packets' sequence
+	 * numbers become tape indices here, requests name indices through it */
+	struct tapeday tapeday;
+	/* rx_high() when a heartbeat of a later day made rx ask for one index
+	 * more (0: never): not again until something else raises rx_high */
+	uint64_t day_later_claim;
 	/* every sequencer node serves the tape up to its own commit position;
 	 * rx's server k is tape_retrans[k] */
 	struct sockaddr_in tape_retrans[RX_MAX_SERVERS];

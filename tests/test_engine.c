@@ -1,6 +1,7 @@
 /* The matching engine: exact outbound messages for each order kind, every
- * reject reason, expiry, pool exhaustion, and determinism over a long random
- * tape (with a throughput figure printed, not asserted). */
+ * reject reason, expiry, pool exhaustion, the trading day (END and START),
+ * snapshots, and determinism over a long random tape (with a throughput
+ * figure printed, not asserted). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -857,6 +858,161 @@ START_TEST(hash_tracks_state)
 }
 END_TEST
 
+/* --- the trading day ---------------------------------------------------------- */
+
+static struct engine_cmd dayev(uint32_t kind, uint32_t day)
+{
+	struct engine_cmd c = base(ENGINE_DAY, "", "");
+
+	c.u.day.kind = kind;
+	c.u.day.day = day;
+	return c;
+}
+
+static void day_is(uint32_t day, uint64_t base_seq, int open)
+{
+	struct engine_day d;
+
+	engine_get_day(E, &d);
+	ck_assert_uint_eq(d.day, day);
+	ck_assert_uint_eq(d.base, base_seq);
+	ck_assert_int_eq(d.open, open);
+}
+
+/* END_OF_DAY cancels every resting order, reason 'E', in book order
+ * (symbol, bids then asks, best price first, displayed before hidden, time
+ * priority); while closed Enter and Replace are Rejected 'C'; START_OF_DAY
+ * opens day 2 at its seq, and the day's tokens may be used again. */
+START_TEST(day_end_cancels_and_start_reopens)
+{
+	struct engine_stats st;
+
+	day_is(1, 1, 1);
+	rest(lim("alice", "FA", "a1", 'S', 100, P(10, 0)));
+	rest(lim("bob", "FB", "b1", 'B', 100, P(9, 0)));
+	rest(enter_full("bob", "FB", "b2", 'S', 50, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'N', 0));
+	rest(enter_full("carol", "FC", "c1", 'B', 10, "MSFT", P(20, 0), 60, 'Y', 0));
+	rest(lim("alice", "FA", "a2", 'S', 100, P(10, 1)));
+	rest(lim("bob", "FB", "b3", 'B', 70, P(9, 50)));
+	apply(cxl("alice", "a1", 60)); /* 40 off: 60 left */
+	T += NS;
+	apply(dayev(ENGINE_DAY_END, 1));
+	n_msgs(6);
+	canceled(0, "bob", "b3", 70, OUCH_CXL_CLOSED);
+	canceled(1, "bob", "b1", 100, OUCH_CXL_CLOSED);
+	canceled(2, "alice", "a1", 60, OUCH_CXL_CLOSED);
+	canceled(3, "bob", "b2", 50, OUCH_CXL_CLOSED);
+	canceled(4, "alice", "a2", 100, OUCH_CXL_CLOSED);
+	canceled(5, "carol", "c1", 10, OUCH_CXL_CLOSED);
+	day_is(1, 1, 0);
+	st = stats();
+	ck_assert_uint_eq(st.orders_open, 0);
+	ck_assert_uint_eq(st.closed_cancels, 6);
+	ck_assert_uint_eq(st.day_events, 1);
+	ck_assert_int_eq(engine_verify(E), 0);
+	/* closed: Enter and Replace are Rejected 'C' */
+	apply(lim("alice", "FA", "a3", 'S', 100, P(10, 0)));
+	n_msgs(1);
+	rejected(0, "alice", "a3", OUCH_REJ_CLOSED);
+	apply(lim("alice", "FA", "a3", 'S', 100, P(10, 0))); /* its token is used */
+	n_msgs(0);
+	apply(lim("dave", "FD", "d1", 'B', 1, P(1, 0))); /* a login not seen before */
+	rejected(0, "dave", "d1", OUCH_REJ_CLOSED);
+	apply(replace("bob", "b1", "b9", 10, P(9, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(1);
+	rejected(0, "bob", "b9", OUCH_REJ_CLOSED);
+	/* Cancel, Modify, Cancel All find no live order, as always */
+	apply(cxl("bob", "b1", 0));
+	n_msgs(1);
+	msg_at(0, "bob", OUCH_CANCEL_REJECT);
+	apply(mod("alice", "a2", 'S', 10));
+	n_msgs(0);
+	apply(base(ENGINE_CANCEL_ALL, "carol", "FC"));
+	n_msgs(0);
+	/* a time that passes while closed expires nothing: nothing rests */
+	advance(120 * NS);
+	n_msgs(0);
+	st = stats();
+	ck_assert_uint_eq(st.closed_rejects, 3);
+	/* START of day 2, at this seq: open, tokens of day 1 usable again */
+	apply(dayev(ENGINE_DAY_START, 2));
+	n_msgs(0);
+	day_is(2, SEQ, 1);
+	ck_assert_uint_eq(stats().tokens, 0);
+	rest(lim("alice", "FA", "a1", 'S', 100, P(10, 0)));
+	rest(lim("alice", "FA", "a3", 'S', 100, P(10, 1)));
+	apply(lim("bob", "FB", "b1", 'B', 100, P(10, 0)));
+	n_msgs(3);
+	accepted(0, "bob", "b1");
+	fill(1, "alice", "a1", "bob", "b1", 100, P(10, 0), 1);
+	ck_assert_uint_eq(stats().day_events, 2);
+}
+END_TEST
+
+/* Day events out of order change nothing but day_ignored (and not the
+ * hash); a START while the day is still open ends it first. */
+START_TEST(day_events_out_of_order)
+{
+	uint64_t h;
+	uint64_t start_seq;
+
+	rest(lim("alice", "FA", "a1", 'S', 100, P(10, 0)));
+	h = engine_hash(E);
+	apply(dayev(ENGINE_DAY_END, 2)); /* not the current day */
+	apply(dayev(ENGINE_DAY_START, 3)); /* not the next */
+	apply(dayev(ENGINE_DAY_START, 1));
+	apply(dayev(ENGINE_DAY_END, 0));
+	apply(dayev(7, 2)); /* a kind not known */
+	n_msgs(0);
+	ck_assert_uint_eq(stats().day_ignored, 5);
+	ck_assert_uint_eq(stats().day_events, 0);
+	ck_assert_uint_eq(engine_hash(E), h);
+	day_is(1, 1, 1);
+	apply(dayev(ENGINE_DAY_END, 1));
+	n_msgs(1);
+	h = engine_hash(E);
+	apply(dayev(ENGINE_DAY_END, 1)); /* closed already */
+	n_msgs(0);
+	ck_assert_uint_eq(stats().day_ignored, 6);
+	ck_assert_uint_eq(engine_hash(E), h);
+	apply(dayev(ENGINE_DAY_START, 2));
+	start_seq = SEQ;
+	day_is(2, start_seq, 1);
+	apply(dayev(ENGINE_DAY_START, 2)); /* day 2 is open already */
+	ck_assert_uint_eq(stats().day_ignored, 7);
+	day_is(2, start_seq, 1);
+	/* START of day 3 while day 2 is open: day 2 ends first */
+	rest(lim("bob", "FB", "b1", 'B', 100, P(9, 0)));
+	apply(dayev(ENGINE_DAY_START, 3));
+	n_msgs(1);
+	canceled(0, "bob", "b1", 100, OUCH_CXL_CLOSED);
+	day_is(3, SEQ, 1);
+	ck_assert_uint_eq(stats().day_events, 3);
+	ck_assert_uint_eq(stats().orders_open, 0);
+}
+END_TEST
+
+/* The state hash tells open from closed, and one day from another, even
+ * with an empty book. */
+START_TEST(day_in_hash)
+{
+	uint64_t h_open = engine_hash(E), h_closed, h_day2, h_day2_closed;
+
+	apply(dayev(ENGINE_DAY_END, 1));
+	h_closed = engine_hash(E);
+	ck_assert_uint_ne(h_closed, h_open);
+	apply(dayev(ENGINE_DAY_START, 2));
+	h_day2 = engine_hash(E);
+	ck_assert_uint_ne(h_day2, h_open);
+	ck_assert_uint_ne(h_day2, h_closed);
+	apply(dayev(ENGINE_DAY_END, 2));
+	h_day2_closed = engine_hash(E);
+	ck_assert_uint_ne(h_day2_closed, h_closed);
+	ck_assert_uint_ne(h_day2_closed, h_day2);
+	ck_assert_int_eq(engine_verify(E), 0);
+}
+END_TEST
+
 /* --- pools ------------------------------------------------------------------ */
 
 START_TEST(pool_exhaustion)
@@ -1355,6 +1511,105 @@ static void round_trip(uint32_t max_orders, uint32_t max_tokens)
 	free(v);
 }
 
+/* A version 3 stream made into version 2's (the day block cut out): the
+ * layout of engine_snapshot.c, a header of 4 u32 and 27 u64, then the day
+ * block of 2 u32 and 5 u64. Only an engine that never saw a DayEvent can
+ * be written so, and the version 2 reader takes it as day 1, open. */
+#define SNAP_HEAD_LEN (4 * 4 + 27 * 8)
+#define SNAP_DAY_LEN (2 * 4 + 5 * 8)
+static void snap_to_v2(struct membuf *mb)
+{
+	uint32_t v = 2;
+
+	ck_assert_uint_gt(mb->len, SNAP_HEAD_LEN + SNAP_DAY_LEN);
+	memcpy(mb->p + 4, &v, sizeof(v));
+	memmove(mb->p + SNAP_HEAD_LEN, mb->p + SNAP_HEAD_LEN + SNAP_DAY_LEN,
+		mb->len - SNAP_HEAD_LEN - SNAP_DAY_LEN);
+	mb->len -= SNAP_DAY_LEN;
+	mb->off = 0;
+}
+
+/* A random tape with day events written over some of its commands: END
+ * of day 1, START of day 2, END of day 2, START of day 3. A snapshot in
+ * each phase (open, closed, the next day) loads with the same day, hash and
+ * counters, and the rest of the tape gives both engines the same messages;
+ * an older (version 2) snapshot loads as day 1, open. */
+START_TEST(snapshot_day_round_trip)
+{
+	const size_t n = 30000;
+	const size_t at[] = { 8000, 8300, 20000, 20050 };
+	const uint32_t kinds[] = { ENGINE_DAY_END, ENGINE_DAY_START, ENGINE_DAY_END,
+				   ENGINE_DAY_START };
+	const uint32_t days[] = { 1, 2, 2, 3 };
+	const size_t cuts[] = { 5000, 8100, 12000, 20020, 25000 };
+	struct rcmd *v = gen_tape(n, 0xda7da7ull);
+
+	for (size_t k = 0; k < 4; k++) {
+		memset(&v[at[k]].c, 0, sizeof(v[at[k]].c));
+		v[at[k]].advance = 0;
+		v[at[k]].c.kind = ENGINE_DAY;
+		v[at[k]].c.u.day.kind = kinds[k];
+		v[at[k]].c.u.day.day = days[k];
+	}
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		struct engine *a = rengine(), *b = rengine();
+		struct cap ca = { 0 }, cb = { 0 };
+		struct membuf mb = { 0 };
+		struct engine_stats sa, sb;
+		struct engine_day da, db;
+
+		run_range(a, v, 0, cuts[k], &ca);
+		ck_assert_int_eq(engine_snapshot_write(a, mem_write, &mb), 0);
+		ck_assert_int_eq(engine_snapshot_read(b, mem_read, &mb), 0);
+		ck_assert_uint_eq(mb.off, mb.len);
+		engine_get_day(a, &da);
+		engine_get_day(b, &db);
+		ck_assert_uint_eq(da.day, db.day);
+		ck_assert_uint_eq(da.base, db.base);
+		ck_assert_int_eq(da.open, db.open);
+		ck_assert_uint_eq(da.day, k < 2 ? 1 : k < 4 ? 2 : 3);
+		ck_assert_int_eq(da.open, k != 1 && k != 3);
+		ck_assert_uint_eq(da.base, k < 2 ? 1 : k < 4 ? at[1] + 1 : at[3] + 1);
+		ck_assert_uint_eq(engine_hash(b), engine_hash(a));
+		engine_get_stats(a, &sa);
+		engine_get_stats(b, &sb);
+		ck_assert_int_eq(memcmp(&sa, &sb, sizeof(sa)), 0);
+		ck_assert_uint_eq(run_range(a, v, cuts[k], n, &ca), run_range(b, v, cuts[k], n, &cb));
+		ck_assert_uint_eq(engine_hash(b), engine_hash(a));
+		ck_assert_int_eq(engine_verify(b), 0);
+		engine_get_stats(a, &sa);
+		ck_assert_uint_eq(sa.day_events, 4);
+		ck_assert_uint_gt(sa.closed_cancels, 10);
+		engine_destroy(b);
+		if (k == 0) {
+			/* before any DayEvent: the same state as version 2 */
+			struct engine *c = rengine(), *d = rengine();
+
+			run_range(c, v, 0, cuts[k], &ca);
+			free(mb.p);
+			memset(&mb, 0, sizeof(mb));
+			ck_assert_int_eq(engine_snapshot_write(c, mem_write, &mb), 0);
+			snap_to_v2(&mb);
+			ck_assert_int_eq(engine_snapshot_read(d, mem_read, &mb), 0);
+			ck_assert_uint_eq(mb.off, mb.len);
+			engine_get_day(d, &db);
+			ck_assert_uint_eq(db.day, 1);
+			ck_assert_uint_eq(db.base, 1);
+			ck_assert_int_eq(db.open, 1);
+			ck_assert_uint_eq(engine_hash(d), engine_hash(c));
+			ck_assert_uint_eq(run_range(c, v, cuts[k], n, &ca),
+					  run_range(d, v, cuts[k], n, &cb));
+			ck_assert_uint_eq(engine_hash(d), engine_hash(a));
+			engine_destroy(c);
+			engine_destroy(d);
+		}
+		engine_destroy(a);
+		free(mb.p);
+	}
+	free(v);
+}
+END_TEST
+
 START_TEST(snapshot_round_trip)
 {
 	round_trip(1u << 16, 1u << 19);
@@ -1515,6 +1770,9 @@ int main(void)
 	tcase_add_test(tc, tif_expiry_on_advance);
 	tcase_add_test(tc, cancel_all);
 	tcase_add_test(tc, hash_tracks_state);
+	tcase_add_test(tc, day_end_cancels_and_start_reopens);
+	tcase_add_test(tc, day_events_out_of_order);
+	tcase_add_test(tc, day_in_hash);
 	tcase_add_test(tc, pool_exhaustion);
 	tcase_add_test(tc, tokens_bounded);
 	tcase_add_test(tc, bad_config);
@@ -1523,6 +1781,7 @@ int main(void)
 	tcase_add_test(tr, determinism_random_tape);
 	tcase_add_test(tr, snapshot_round_trip);
 	tcase_add_test(tr, snapshot_round_trip_forgetting);
+	tcase_add_test(tr, snapshot_day_round_trip);
 	tcase_add_test(tr, snapshot_million_orders);
 	tcase_add_test(tr, snapshot_dead_tokens);
 	suite_add_tcase(s, tr);

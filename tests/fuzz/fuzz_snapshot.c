@@ -8,8 +8,8 @@
  * Enter, a Replace, a Cancel and a Cancel All; every message the engine then
  * emits is one the OUCH codec can send; the engine's snapshot reads back into
  * a second engine with the same engine_hash() and counters; and the two
- * engines answer the same further commands with the same messages and
- * hashes. Aborts on a broken invariant. */
+ * engines answer the same further commands, then an end and a start of
+ * day, with the same messages and hashes (nothing rests after the end). Aborts on a broken invariant. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -197,6 +197,39 @@ static uint64_t run_round(struct engine *e, int round, uint64_t *seq)
 	return d;
 }
 
+static struct engine_cmd cmd_day(uint32_t kind, uint32_t day)
+{
+	struct engine_cmd c = cmd_base(ENGINE_DAY, "", "");
+
+	c.u.day.kind = kind;
+	c.u.day.day = day;
+	return c;
+}
+
+/* The end of the input's day (every order canceled, whatever the book
+ * held), an Enter while closed, the next day's start and an Enter in it.
+ * Returns the messages' digest; the engine is verified after each. */
+static uint64_t run_day(struct engine *e, uint64_t *seq)
+{
+	struct engine_cmd v[4];
+	struct engine_stats st;
+	struct engine_day day;
+	uint64_t d = 0xcbf29ce484222325ull;
+
+	engine_get_day(e, &day);
+	v[0] = cmd_day(ENGINE_DAY_END, day.day);
+	v[1] = cmd_enter("FZ1", "D0");
+	v[2] = cmd_day(ENGINE_DAY_START, day.day + 1);
+	v[3] = cmd_enter("FZ1", "D0");
+	for (int i = 0; i < 4; i++) {
+		engine_apply(e, ++*seq, FZ_TAPE_NS + (uint64_t)(8 + i) * FZ_NS, &v[i], digest_msg, &d);
+		check(engine_verify(e) == 0);
+		engine_get_stats(e, &st);
+		check(i != 0 || st.orders_open == 0);
+	}
+	return d;
+}
+
 /* --- the checks ----------------------------------------------------------- */
 
 /* a's state, written and read into a fresh engine, which is returned. */
@@ -262,6 +295,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c = copy_engine(a);
 	seq_c = seq_a;
 	check(run_round(a, 1, &seq_a) == run_round(c, 1, &seq_c));
+	check(engine_hash(a) == engine_hash(c));
+	check(run_day(a, &seq_a) == run_day(c, &seq_c));
 	check(engine_hash(a) == engine_hash(c));
 	engine_destroy(c);
 	engine_destroy(a);

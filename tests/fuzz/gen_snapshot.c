@@ -9,7 +9,11 @@
  *   expiry     orders with TIFs in seconds, some expired before the snapshot
  *              and some that expire before fuzz_snapshot's first command;
  *   full       the order pool full (max_orders), all max_users users, every
- *              level of one side taken.
+ *              level of one side taken;
+ *   closed     the book, then the end of day 1 (format 3: the day);
+ *   day2       closed, then day 2 started and the book entered again.
+ * The format 2 seeds of the same names are kept as v2-* (a version 2
+ * snapshot still loads).
  * Users FZ1..FZ6 and tokens T2, T3, T6 are the ones fuzz_snapshot's commands
  * name. Tape time starts at 2024-01-02 14:30:00 UTC. Run again (see README)
  * when the snapshot format changes. */
@@ -199,6 +203,33 @@ static void seed_full(struct gen *g)
 	}
 }
 
+static void day_event(struct gen *g, uint32_t kind, uint32_t day)
+{
+	struct engine_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = ENGINE_DAY;
+	c.u.day.kind = kind;
+	c.u.day.day = day;
+	gen_apply(g, &c);
+}
+
+/* The book, then the end of day 1: nothing rests, the market is closed. */
+static void seed_closed(struct gen *g)
+{
+	seed_book(g);
+	day_event(g, ENGINE_DAY_END, 1);
+}
+
+/* Closed, then day 2 opened (tokens forgotten), and a new book on it that
+ * reuses day 1's tokens. */
+static void seed_day2(struct gen *g)
+{
+	seed_closed(g);
+	day_event(g, ENGINE_DAY_START, 2);
+	seed_book(g);
+}
+
 /* --- output --------------------------------------------------------------- */
 
 static int file_write(void *ctx, const void *buf, size_t len)
@@ -239,5 +270,7 @@ int main(int argc, char **argv)
 	gen_seed(argv[1], "forgotten", seed_forgotten);
 	gen_seed(argv[1], "expiry", seed_expiry);
 	gen_seed(argv[1], "full", seed_full);
+	gen_seed(argv[1], "closed", seed_closed);
+	gen_seed(argv[1], "day2", seed_day2);
 	return 0;
 }
