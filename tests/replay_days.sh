@@ -130,7 +130,8 @@ port=$((20000 + RANDOM % 20000))
 python3 - "$port" "$T/udp" <<'PY' &
 import socket, struct, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("0.0.0.0", int(sys.argv[1]))); s.settimeout(3)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.settimeout(5)
+open(sys.argv[2] + ".ready", "w").close()
 with open(sys.argv[2], "wb") as f:
     try:
         while True:
@@ -140,7 +141,7 @@ with open(sys.argv[2], "wb") as f:
         pass
 PY
 lpid=$!
-sleep 0.5
+try_for 10 test -e "$T/udp.ready" || fail "the UDP listener did not start"
 "$REPLAY" send "$J" --group "127.0.0.1:$port" --pace max --linger 0 --auth off \
 	--tape-session TAPE >"$T/send.out" 2>&1 || fail "send: $(cat "$T/send.out")"
 wait "$lpid"
