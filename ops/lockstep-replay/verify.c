@@ -223,13 +223,13 @@ int cmd_verify(int argc, char **argv)
 	}
 	w.from = t.first;
 	w.to = t.last;
-	/* one day: its records only (the journal's bad spot, if any, after
-	 * them is not this day's) */
+	/* one day: its records only. The journal's bad spot, if any, is this
+	 * day's when the day runs up to it (the last good record). */
 	if (day && (rc = days_range(&t, day, &w.from, &w.to)) != 0) {
 		tapedir_close(&t);
 		return rc;
 	}
-	if (day && t.rep.bad_reason)
+	if (day && t.rep.bad_reason && w.to < t.last)
 		t.rep.bad_reason = NULL;
 	if ((rc = verify_walk(&t, &w)) != 0) {
 		tapedir_close(&t);
