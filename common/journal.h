@@ -136,6 +136,19 @@ int journal_read(struct journal *j, uint64_t seq, void *buf, size_t cap, uint64_
  * truncate_after(first_seq - 1) empties the journal. */
 int journal_truncate_after(struct journal *j, uint64_t seq);
 
+/* Retention: removes every whole segment all of whose records are below
+ * seq (never the last segment, so never a record at or above seq, and a
+ * journal never becomes empty this way). With move_to non-NULL the segment
+ * files are renamed into that directory (made when missing; on the same
+ * filesystem, else -EXDEV; a file of the same name there: -EEXIST) instead
+ * of unlinked. Oldest first, and both directories synced: a crash leaves
+ * a contiguous journal. journal_first_seq() moves up; a read of a removed
+ * seq is -ENOENT; open iterators go stale (-ESTALE) as after truncation;
+ * a journal opened afterwards starts at the new first seq. Returns 0
+ * (also when nothing could go), -EROFS read-only, or a negative errno
+ * (what went before the failure stays gone). */
+int journal_drop_before(struct journal *j, uint64_t seq, const char *move_to);
+
 /* Sequential reader from any sequence number, reading segments with a
  * buffered reader (no index lookup per record). */
 struct journal_iter;

@@ -4,7 +4,8 @@
  *    tick, truncate, and the helpers the other files share;
  *  - journal_open.c: open (the segment scan that builds the index and cuts a
  *    torn or corrupt tail) and close;
- *  - journal_read.c: lookups, random reads, iterators and counts.
+ *  - journal_read.c: lookups, random reads, iterators and counts;
+ *  - journal_drop.c: retention (whole segments removed at the head).
  *
  * What journal.h leaves open, as these files settle it:
  * - sequence numbers are 1 .. UINT64_MAX - 1; a fresh journal's next_seq is 1;
@@ -16,7 +17,7 @@
  * - truncate_after(seq) with seq < first_seq - 1 is -EINVAL;
  * - an iterator starts at first_seq when from_seq is before it, sees records
  *   appended after it was opened, and fails with -ESTALE once records have
- *   been removed (truncate_after); close iterators before the journal;
+ *   been removed (truncate_after, drop_before); close iterators before the journal;
  * - journal_tick writes the write buffer out before it syncs. */
 #ifndef LOCKSTEP_JOURNAL_PRIVATE_H
 #define LOCKSTEP_JOURNAL_PRIVATE_H

@@ -1799,6 +1799,152 @@ START_TEST(million_records)
 }
 END_TEST
 
+/* ---- roll and retention ------------------------------------------------ */
+
+/* journal_roll: the next record starts a segment of its own (a trading
+ * day's first record), whatever segment_bytes says; a roll on an empty
+ * last segment makes none; the records read back across a reopen. */
+START_TEST(roll_starts_a_segment)
+{
+	struct journal *j = jopen(1 << 20, 0, NULL);
+	uint64_t segs[8];
+
+	append_range(j, 1, 10);
+	journal_roll(j);
+	append_range(j, 11, 20);
+	ck_assert_int_eq(journal_flush(j), 0);
+	ck_assert_uint_eq(list_segs(segs, 8), 2);
+	ck_assert_uint_eq(segs[0], 1);
+	ck_assert_uint_eq(segs[1], 11);
+	journal_roll(j);
+	journal_roll(j); /* twice: still one new segment */
+	append_range(j, 21, 21);
+	ck_assert_int_eq(journal_flush(j), 0);
+	ck_assert_uint_eq(list_segs(segs, 8), 3);
+	ck_assert_uint_eq(segs[2], 21);
+	journal_close(j);
+	j = jopen(1 << 20, 0, NULL);
+	ck_assert_uint_eq(journal_segments(j), 3);
+	verify_range(j, 1, 21);
+	journal_close(j);
+}
+END_TEST
+
+/* Three "days" in segments of their own (rolled), days 1 and 2 spanning
+ * several segments by size: drop_before(base of day 3) removes days 1 and
+ * 2 and nothing of day 3; reads below are -ENOENT, reads at or above are
+ * unchanged, an iterator opened before is stale, a new one starts at the
+ * new first seq, appends go on, and a reopen agrees. */
+START_TEST(drop_before_whole_segments)
+{
+	struct journal *j = jopen(2048, 0, NULL);
+	struct journal_iter *it;
+	uint64_t segs[64], seq, term;
+	const uint8_t *data;
+	uint8_t buf[256];
+	size_t n, len;
+
+	append_range(j, 1, 100);
+	journal_roll(j);
+	append_range(j, 101, 250);
+	journal_roll(j);
+	append_range(j, 251, 300);
+	ck_assert_int_eq(journal_flush(j), 0);
+	n = list_segs(segs, 64);
+	ck_assert_uint_gt(n, 4);
+	verify_range(j, 1, 300); /* fills the read cache of early segments */
+	ck_assert_int_eq(journal_iter_open(&it, j, 1), 0);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 1);
+	/* below any segment boundary past the first: nothing goes */
+	ck_assert_int_eq(journal_drop_before(j, 1, NULL), 0);
+	ck_assert_uint_eq(journal_first_seq(j), 1);
+	ck_assert_int_eq(journal_drop_before(j, 251, NULL), 0);
+	ck_assert_uint_eq(journal_first_seq(j), 251);
+	ck_assert_uint_eq(journal_last_seq(j), 300);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), -ESTALE);
+	journal_iter_close(it);
+	ck_assert_int_eq(journal_read(j, 250, buf, sizeof(buf), NULL), -ENOENT);
+	ck_assert_int_eq(journal_read(j, 1, buf, sizeof(buf), NULL), -ENOENT);
+	ck_assert_uint_eq(journal_term_at(j, 250), 0);
+	verify_range(j, 251, 300);
+	verify_iter(j, 1, 251, 300);
+	ck_assert_uint_eq(list_segs(segs, 64), journal_segments(j));
+	ck_assert_uint_eq(segs[0], 251);
+	append_range(j, 301, 320);
+	ck_assert_int_eq(journal_flush(j), 0);
+	journal_close(j);
+	j = jopen(2048, 0, NULL);
+	ck_assert_uint_eq(journal_first_seq(j), 251);
+	verify_range(j, 251, 320);
+	verify_iter(j, 0, 251, 320);
+	journal_close(j);
+}
+END_TEST
+
+/* A seq inside a segment keeps that segment (never a record at or above
+ * seq goes); the last segment stays even when seq is past the end; a
+ * read-only journal refuses. */
+START_TEST(drop_before_keeps_partial_and_last)
+{
+	struct journal *j = jopen(1024, 0, NULL);
+	uint64_t segs[64], first;
+	size_t n;
+
+	append_range(j, 1, 200);
+	ck_assert_int_eq(journal_flush(j), 0);
+	n = list_segs(segs, 64);
+	ck_assert_uint_gt(n, 3);
+	ck_assert_int_eq(journal_drop_before(j, segs[2] + 1, NULL), 0);
+	ck_assert_uint_eq(journal_first_seq(j), segs[2]);
+	ck_assert_int_eq(journal_drop_before(j, 1000, NULL), 0);
+	first = segs[n - 1];
+	ck_assert_uint_eq(journal_first_seq(j), first);
+	ck_assert_uint_eq(journal_segments(j), 1);
+	verify_range(j, first, 200);
+	journal_close(j);
+	j = jopen(1024, 1, NULL);
+	ck_assert_int_eq(journal_drop_before(j, 1000, NULL), -EROFS);
+	journal_close(j);
+}
+END_TEST
+
+/* move_to: the segments are renamed into the directory (made), byte for
+ * byte, instead of removed; a name already there is -EEXIST and leaves
+ * the journal as it was. */
+START_TEST(drop_before_moves_segments)
+{
+	struct journal_options o = { .segment_bytes = 1 << 20, .fsync = JOURNAL_FSYNC_BATCH };
+	struct journal *j = jopen_opt(&o, NULL);
+	char aside[1100], path[1200], orig[1200];
+	static uint8_t before[1 << 16], after[1 << 16];
+	size_t n1, n2;
+
+	snprintf(aside, sizeof(aside), "%s/aside", test_dir);
+	append_range(j, 1, 50);
+	journal_roll(j);
+	append_range(j, 51, 90);
+	journal_roll(j);
+	append_range(j, 91, 95);
+	ck_assert_int_eq(journal_flush(j), 0);
+	seg_path(orig, sizeof(orig), 1);
+	n1 = read_whole(orig, before, sizeof(before));
+	ck_assert_int_eq(journal_drop_before(j, 51, aside), 0);
+	ck_assert_uint_eq(journal_first_seq(j), 51);
+	snprintf(path, sizeof(path), "%s/%020llu.seg", aside, 1ull);
+	n2 = read_whole(path, after, sizeof(after));
+	ck_assert_uint_eq(n1, n2);
+	ck_assert_mem_eq(before, after, n1);
+	ck_assert_int_eq(file_size(orig), -1);
+	/* a segment 51 already aside: refused, nothing moved */
+	snprintf(path, sizeof(path), "%s/%020llu.seg", aside, 51ull);
+	write_file(path, "x", 1);
+	ck_assert_int_eq(journal_drop_before(j, 91, aside), -EEXIST);
+	ck_assert_uint_eq(journal_first_seq(j), 51);
+	verify_range(j, 51, 95);
+	journal_close(j);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("journal");
@@ -1852,6 +1998,10 @@ int main(void)
 	tcase_add_test(io, truncate_at_segment_boundary);
 	tcase_add_test(io, truncate_buffered_records);
 	tcase_add_test(io, truncate_everything_and_limits);
+	tcase_add_test(io, roll_starts_a_segment);
+	tcase_add_test(io, drop_before_whole_segments);
+	tcase_add_test(io, drop_before_keeps_partial_and_last);
+	tcase_add_test(io, drop_before_moves_segments);
 	suite_add_tcase(s, io);
 
 	tcase_add_checked_fixture(big, setup, teardown);

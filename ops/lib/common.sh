@@ -6,7 +6,7 @@
 LOCKSTEP_PACKAGES=(
 	gcc make autoconf automake pkg-config
 	libev-dev libprotobuf-c-dev protobuf-c-compiler
-	libnl-3-dev libnl-route-3-dev libinih-dev libxxhash-dev liburing-dev libsodium-dev check
+	libnl-3-dev libnl-route-3-dev libinih-dev libxxhash-dev liburing-dev libsodium-dev libzstd-dev check
 	clang python3 iproute2 procps tshark nftables gnuplot-nox
 )
 

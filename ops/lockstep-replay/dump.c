@@ -1,5 +1,6 @@
-/* lockstep-replay dump: one line (or JSON object) per event, filtered by
- * seq range, symbol or login. */
+/* lockstep-replay dump: one line (or JSON object) per event, with its place
+ * on the wire (trading day, session, per-day sequence number), filtered by
+ * seq range, day, symbol or login. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -104,9 +105,13 @@ int cmd_dump(int argc, char **argv)
 		{ "from", required_argument, NULL, 'f' }, { "to", required_argument, NULL, 't' },
 		{ "symbol", required_argument, NULL, 's' }, { "session", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "day", required_argument, NULL, 'd' },
+		{ "tape-session", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
 	};
+	const char *session = "TAPE";
 	struct dump_filter d = { 0 };
+	struct wirepos w;
+	uint32_t day = 0;
 	struct journal_iter *it = NULL;
 	struct arena arena;
 	struct progress pr;
@@ -124,28 +129,42 @@ int cmd_dump(int argc, char **argv)
 		case 's': d.symbol = optarg; break;
 		case 'u': d.user = optarg; break;
 		case 'j': json = 1; break;
+		case 'd': if (opt_day(optarg, &day)) return 2; break;
+		case 'n': session = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: return 2;
 		}
 	}
 	if (argc - optind != 1)
-		return fail_usage("dump: one journal directory");
+		return fail_usage("dump: one journal directory or archive");
+	if (wirepos_init(&w, session) < 0)
+		return fail_usage("--tape-session %s: up to 10 printable characters", session);
 	if ((rc = tapedir_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
-	if (tapedir_range(&t, &from, &to)) {
+	if ((day && (rc = days_range(&t, day, &from, &to)) != 0) ||
+	    (rc = tapedir_range(&t, &from, &to)) != 0) {
 		tapedir_close(&t);
-		return 1;
+		return rc;
 	}
-	if (arena_init(&arena, ARENA_BYTES) < 0)
-		return 2;
 	/* A symbol's cancels and replaces name orders by token only: follow its
 	 * orders from the start, show from `from`. */
 	start = d.symbol ? t.first : from;
+	if ((r = wirepos_prime(&w, &t, start)) < 0) {
+		fprintf(stderr, PROG ": reading %s: %s\n", t.dir, strerror(-r));
+		tapedir_close(&t);
+		return 2;
+	}
+	if (arena_init(&arena, ARENA_BYTES) < 0) {
+		tapedir_close(&t);
+		return 2;
+	}
 	progress_start(&pr, "dump", start, to);
 	r = journal_iter_open(&it, t.j, start);
 	while (r == 0 && (r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
 		r = 0;
+		wirepos_note(&w, seq, data, len);
 		event_decode(&e, seq, term, data, len, &arena);
+		event_wire(&e, &w);
 		if (dump_match(&d, &e) && seq >= from) {
 			if (json)
 				event_print_json(stdout, &e);

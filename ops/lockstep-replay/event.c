@@ -31,7 +31,23 @@ void event_decode(struct event *e, uint64_t seq, uint64_t term, const uint8_t *d
 			lockstep__term_start__unpack(&a->allocator, e->v.body_len, e->v.body_data);
 		if (!e->term_start)
 			e->bad = "the term start does not decode";
+	} else if (e->v.body == TAPE_BODY_DAY) {
+		if (tape_day_peek(e->v.body_data, e->v.body_len, &e->day_kind, &e->day_of_event) < 0)
+			e->bad = "the day event does not decode";
 	}
+}
+
+void event_wire(struct event *e, const struct wirepos *w)
+{
+	struct mold_session s;
+
+	wirepos_of(w, e->seq, &e->wire_day, &s, &e->day_seq);
+	mold_session_str(&s, e->session);
+}
+
+static const char *day_kind_name(enum tape_day_kind k)
+{
+	return k == TAPE_DAY_END ? "END-OF-DAY" : k == TAPE_DAY_START ? "START-OF-DAY" : "DAY-EVENT";
 }
 
 /* "HH:MM:SS.nnnnnnnnn", UTC. */
@@ -162,8 +178,10 @@ void event_print_text(FILE *f, const struct event *e)
 	char t[32];
 
 	fmt_time(t, e->v.timestamp);
-	fprintf(f, "%s seq=%llu term=%llu", t, (unsigned long long)e->seq,
-		(unsigned long long)e->term);
+	fprintf(f, "%s seq=%llu", t, (unsigned long long)e->seq);
+	if (e->wire_day)
+		fprintf(f, " day=%u %s#%llu", e->wire_day, e->session, (unsigned long long)e->day_seq);
+	fprintf(f, " term=%llu", (unsigned long long)e->term);
 	if (e->bad) {
 		fprintf(f, " BAD: %s\n", e->bad);
 		return;
@@ -175,6 +193,8 @@ void event_print_text(FILE *f, const struct event *e)
 		fputs(" -", f);
 	if (e->term_start)
 		fprintf(f, " TERM-START %s", e->term_start->node);
+	else if (e->v.body == TAPE_BODY_DAY)
+		fprintf(f, " %s %u", day_kind_name(e->day_kind), e->day_of_event);
 	else if (e->cmd)
 		print_command(f, e->cmd);
 	else
@@ -273,6 +293,11 @@ void event_print_json(FILE *f, const struct event *e)
 	fprintf(f, "{\"seq\":%llu,\"term\":%llu,\"timestamp\":%llu,\"time\":\"%s\"",
 		(unsigned long long)e->seq, (unsigned long long)e->term,
 		(unsigned long long)e->v.timestamp, t);
+	if (e->wire_day) {
+		fprintf(f, ",\"day\":%u,\"session\":", e->wire_day);
+		json_str(f, e->session, strlen(e->session));
+		fprintf(f, ",\"day_seq\":%llu", (unsigned long long)e->day_seq);
+	}
 	if (e->bad) {
 		json_field_str(f, "bad", e->bad);
 		fputs("}\n", f);
@@ -285,6 +310,11 @@ void event_print_json(FILE *f, const struct event *e)
 	if (e->term_start) {
 		fputs(",\"type\":\"term_start\"", f);
 		json_field_str(f, "node", e->term_start->node);
+	} else if (e->v.body == TAPE_BODY_DAY) {
+		fprintf(f, ",\"type\":\"%s\",\"day_event\":%u",
+			e->day_kind == TAPE_DAY_END ? "end_of_day"
+			: e->day_kind == TAPE_DAY_START ? "start_of_day" : "day_event",
+			e->day_of_event);
 	} else if (e->cmd) {
 		json_command(f, e->cmd);
 	} else {

@@ -1,6 +1,6 @@
 /* lockstep-replay: offline tools over a sequencer's journal, the tape as it was
- * committed: verify, dump, pcap export, re-multicast (send), matcher rebuild
- * and diff, one file each. This file: the usage text, the option helpers the
+ * committed: verify, dump, pcap export, re-multicast (send), matcher rebuild,
+ * diff, repair, the trading days and their archives, one file each. This file: the usage text, the option helpers the
  * subcommands share, and the dispatch. The journal is opened read-only
  * (common/journal.h) and read sequentially with journal_iter; nothing here
  * writes to it. See ops/man/lockstep-replay.1. */
@@ -17,29 +17,50 @@ void usage(FILE *f)
 	fputs("Usage: lockstep-replay COMMAND JOURNAL_DIR [OPTIONS]\n"
 	      "\n"
 	      "Offline tools over a sequencer's journal (ops/cluster: DIR/seq-1/journal).\n"
-	      "The journal is opened read-only (repair excepted); sequence numbers SEQ are\n"
-	      "the tape's.\n"
+	      "The journal is opened read-only (repair and archive --remove excepted);\n"
+	      "sequence numbers SEQ are the tape's index, continuous across trading days.\n"
+	      "Wherever a command reads DIR, a day archive FILE (see archive) does too: it\n"
+	      "is unpacked into a private directory under $TMPDIR (/tmp), removed after.\n"
+	      "--day N (verify, dump, pcap, send, rebuild) selects trading day N's records\n"
+	      "(rebuild: up to its end). Day d goes on the wire in its own MoldUDP64 session\n"
+	      "(day 1: --tape-session NAME; day d > 1: NAME's first 4 characters and d in\n"
+	      "6 digits, e.g. TAPE000002), numbered from 1.\n"
 	      "\n"
-	      "  verify  DIR [--allow-trimmed]\n"
+	      "  days    DIR [--tape-session NAME] [--json]\n"
+	      "      The trading days the journal holds (from its DayEvents): day, session,\n"
+	      "      first..last index, events, first and last event time (UTC), and whether\n"
+	      "      the day ended (its END_OF_DAY is there).\n"
+	      "  archive DIR (--day N | --all-before N | --all) --out FILE [--level L]\n"
+	      "          [--remove]\n"
+	      "      Packs the segments of day N (over: the next day has opened), of every\n"
+	      "      day before N, or of the whole directory (--all: one no daemon writes)\n"
+	      "      into FILE, zstd-compressed (level L, 3), after checking every record's\n"
+	      "      CRC; FILE is synced, then read back. --remove then deletes those\n"
+	      "      segments from DIR (each only while it is the file archived).\n"
+	      "  verify  DIR [--allow-trimmed] [--day N]\n"
 	      "      Checks every record's CRC, that sequence numbers run without gap or\n"
 	      "      duplicate from 1 (from anywhere with --allow-trimmed), that every event\n"
 	      "      decodes, carries its record's seq and term, terms never go down, and\n"
-	      "      the matcher can apply every command. Exit 1 naming the first bad record.\n"
-	      "  dump    DIR [--from SEQ] [--to SEQ] [--symbol S] [--session USER] [--json]\n"
-	      "      One line per event: UTC time of day, seq, term, origin (gateway#seq),\n"
+	      "      the matcher can apply every command, and that each START_OF_DAY opens\n"
+	      "      the next day. Exit 1 naming the first bad record.\n"
+	      "  dump    DIR [--from SEQ] [--to SEQ] [--day N] [--symbol S] [--session USER]\n"
+	      "          [--json] [--tape-session NAME]\n"
+	      "      One line per event: UTC time of day, seq, its day, session and per-day\n"
+	      "      seq (day=2 TAPE000002#17), term, origin (gateway#seq),\n"
 	      "      login/firm, the command (symbol, side, shares, price, TIF, token); or\n"
 	      "      JSON lines. --symbol also shows cancels, replaces and modifies of that\n"
 	      "      symbol's orders; --session keeps one login's commands.\n"
-	      "  pcap    DIR OUT.pcap [--from SEQ] [--to SEQ] [--group ADDR:PORT]\n"
+	      "  pcap    DIR OUT.pcap [--from SEQ] [--to SEQ] [--day N] [--group ADDR:PORT]\n"
 	      "          [--source ADDR[:PORT]] [--tape-session NAME] [--max-datagram N]\n"
 	      "      Writes the tape as MoldUDP64 packets in a classic pcap file\n"
 	      "      (Ethernet/IPv4/UDP, nanosecond timestamps from the events) that\n"
 	      "      Wireshark opens. Consecutive events with one timestamp (one sequencer\n"
 	      "      batch) share a packet up to --max-datagram bytes (1472), as the\n"
-	      "      sequencer sent them. Defaults: group 239.255.0.1:9200, source\n"
+	      "      sequencer sent them, never two days in one. Defaults: group\n"
+	      "      239.255.0.1:9200, source\n"
 	      "      127.0.0.1 (port: the group's), session TAPE.\n"
 	      "  send    DIR --group ADDR:PORT [--retrans ADDR:PORT] [--iface ADDR]\n"
-	      "          [--pace original|max|xN] [--from SEQ] [--to SEQ]\n"
+	      "          [--pace original|max|xN] [--from SEQ] [--to SEQ] [--day N]\n"
 	      "          [--tape-session NAME] [--linger S] [--heartbeat MS]\n"
 	      "          [--max-datagram N] [--retrans-packets N] [--ttl N]\n"
 	      "          [--key-file FILE] [--cluster NAME] [--auth on|off]\n"
@@ -55,7 +76,8 @@ void usage(FILE *f)
 	      "      (/etc/lockstep/cluster.key) for cluster --cluster (lockstep), as a\n"
 	      "      sequencer's; requests that fail are dropped. --auth off: untagged\n"
 	      "      (for matchers run with [node] auth = off).\n"
-	      "  rebuild DIR [--to SEQ] [--config MATCHER.CONF] [--set matcher.KEY=VALUE]\n"
+	      "  rebuild DIR [--to SEQ | --day N] [--config MATCHER.CONF]\n"
+	      "          [--set matcher.KEY=VALUE]\n"
 	      "          [--every N] [--json] [--snapshot OUT]\n"
 	      "      Runs the matcher's engine offline over the tape (up to SEQ) and prints\n"
 	      "      the state hash, equal bit for bit to a live replica's at that seq when\n"
@@ -128,7 +150,7 @@ int main(int argc, char **argv)
 	} cmds[] = {
 		{ "verify", cmd_verify }, { "dump", cmd_dump }, { "pcap", cmd_pcap },
 		{ "send", cmd_send }, { "rebuild", cmd_rebuild }, { "diff", cmd_diff },
-		{ "repair", cmd_repair },
+		{ "repair", cmd_repair }, { "days", cmd_days }, { "archive", cmd_archive },
 	};
 
 	if (argc < 2)

@@ -1,5 +1,6 @@
 /* lockstep-replay pcap: the tape written as MoldUDP64 packets in a classic
- * pcap file (Ethernet/IPv4/UDP) that Wireshark opens. */
+ * pcap file (Ethernet/IPv4/UDP) that Wireshark opens, each trading day in
+ * its own session numbered from 1. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -170,12 +171,12 @@ static int pcap_export(struct pcap_out *out, struct packer *pk, const struct tap
 	progress_start(&pr, "pcap", from, to);
 	r = journal_iter_open(&it, t->j, from);
 	while (r == 0 && (r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
-		uint64_t ts = packer_record_ts(pk, data, len);
+		uint64_t ts = packer_record(pk, seq, data, len);
 
 		r = 0;
 		if (!packer_fits(len)) {
 			(*skipped)++;
-		} else if (!packer_add(pk, ts, data, len)) {
+		} else if (!packer_add(pk, seq, ts, data, len)) {
 			if (pk->open)
 				r = pcap_write(out, pk->ts, buf, packer_end(pk));
 			packer_start(pk, buf, seq, ts, data, len);
@@ -199,13 +200,14 @@ int cmd_pcap(int argc, char **argv)
 		{ "group", required_argument, NULL, 'g' }, { "source", required_argument, NULL, 'S' },
 		{ "tape-session", required_argument, NULL, 'n' },
 		{ "max-datagram", required_argument, NULL, 'm' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "day", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 },
 	};
 	const char *group = "239.255.0.1:9200", *source = "127.0.0.1", *session = "TAPE";
 	struct packer pk = { .max = WIRE_MAX_DATAGRAM };
 	struct pcap_out out = { 0 };
 	struct tapedir t;
 	uint64_t from = 0, to = 0, max = 0, skipped = 0;
+	uint32_t day = 0;
 	uint8_t *buf;
 	int c, r, rc;
 
@@ -216,6 +218,7 @@ int cmd_pcap(int argc, char **argv)
 		case 'g': group = optarg; break;
 		case 'S': source = optarg; break;
 		case 'n': session = optarg; break;
+		case 'd': if (opt_day(optarg, &day)) return 2; break;
 		case 'm':
 			if (parse_u64(optarg, &max) < 0 || max < 64 || max > MOLD_MAX_PACKET)
 				return fail_usage("--max-datagram: 64..%u", MOLD_MAX_PACKET);
@@ -229,13 +232,19 @@ int cmd_pcap(int argc, char **argv)
 		return fail_usage("pcap: a journal directory and an output file");
 	if ((rc = pcap_addresses(&out, group, source)) != 0)
 		return rc;
-	if (mold_session_set(&pk.session, session) < 0)
+	if (wirepos_init(&pk.w, session) < 0)
 		return fail_usage("--tape-session %s: up to 10 printable characters", session);
 	if ((rc = tapedir_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
-	if (tapedir_range(&t, &from, &to)) {
+	if ((day && (rc = days_range(&t, day, &from, &to)) != 0) ||
+	    (rc = tapedir_range(&t, &from, &to)) != 0) {
 		tapedir_close(&t);
-		return 1;
+		return rc;
+	}
+	if ((r = wirepos_prime(&pk.w, &t, from)) < 0) {
+		fprintf(stderr, PROG ": reading %s: %s\n", t.dir, strerror(-r));
+		tapedir_close(&t);
+		return 2;
 	}
 	buf = malloc(MOLD_MAX_PACKET);
 	r = buf ? pcap_open(&out, argv[optind + 1]) : -ENOMEM;
@@ -257,9 +266,11 @@ int cmd_pcap(int argc, char **argv)
 	if (skipped)
 		fprintf(stderr, PROG ": warning: %llu events too large for a UDP datagram left out\n",
 			(unsigned long long)skipped);
-	fprintf(stderr, "%s: %llu events (seq %llu..%llu) in %llu packets, %llu bytes\n",
+	fprintf(stderr, "%s: %llu events (seq %llu..%llu, %u day(s)) in %llu packets, %llu bytes\n",
 		argv[optind + 1], (unsigned long long)(out.blocks - skipped),
-		(unsigned long long)from, (unsigned long long)to, (unsigned long long)out.packets,
+		(unsigned long long)from, (unsigned long long)to,
+		tapeday_day_at(&pk.w.td, to, NULL) - tapeday_day_at(&pk.w.td, from, NULL) + 1,
+		(unsigned long long)out.packets,
 		(unsigned long long)(out.bytes + 24));
 	return 0;
 }

@@ -272,7 +272,8 @@ int cmd_rebuild(int argc, char **argv)
 		{ "to", required_argument, NULL, 't' }, { "config", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' }, { "every", required_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' }, { "snapshot", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' }, { "day", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
 	};
 	static struct matcher_config mc;
 	const char *overrides[MAX_OVERRIDES], *config = NULL, *snapshot = NULL;
@@ -284,11 +285,13 @@ int cmd_rebuild(int argc, char **argv)
 	struct tapedir t;
 	size_t n_overrides = 0;
 	uint64_t from = 0, to = 0, every = 0, t0;
+	uint32_t day = 0;
 	int json = 0, c, r, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't': if (opt_to(optarg, &to)) return 2; break;
+		case 'd': if (opt_day(optarg, &day)) return 2; break;
 		case 'c': config = optarg; break;
 		case 's':
 			if (n_overrides == MAX_OVERRIDES)
@@ -306,7 +309,7 @@ int cmd_rebuild(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1)
-		return fail_usage("rebuild: one journal directory");
+		return fail_usage("rebuild: one journal directory or archive");
 	if ((rc = load_matcher_config(&mc, config, overrides, n_overrides)) != 0)
 		return rc;
 	if (convert_engine_config(&mc, symbol_store, symbols, &ec) < 0) {
@@ -318,6 +321,10 @@ int cmd_rebuild(int argc, char **argv)
 	if ((rc = tapedir_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
 	x.open_s = (double)(mono_ns() - t0) / 1e9;
+	/* --day N: the state at the end of day N (its last index) */
+	if (day && (rc = days_range(&t, day, &from, &to)) != 0)
+		goto out_close;
+	from = 0;
 	if ((rc = rebuild_range(&t, &from, &to)) != 0)
 		goto out_close;
 	rc = 2;

@@ -91,11 +91,15 @@ int cmd_repair(int argc, char **argv)
 	struct journal *j;
 	char dest[4096];
 	const char *dir;
+	struct stat st;
 	int r;
 
 	if (argc != 2)
 		return fail_usage("repair DIR");
 	dir = argv[1];
+	if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+		return fail_usage("repair: %s is not a journal directory (an archive is read-only)",
+				  dir);
 	if ((r = tapedir_open(&t, dir, 0, 0)) != 0)
 		return r;
 	rep = t.rep;

@@ -1,6 +1,6 @@
 /* lockstep-replay send: the tape multicast again as a live MoldUDP64 stream,
  * paced, with heartbeats, answering retransmission requests like a
- * sequencer. */
+ * sequencer; each trading day in its own session (common/tapeday.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -38,7 +38,7 @@ struct sender {
 	size_t pend_len;
 	uint64_t pend_seq, pend_ts;
 	int have;
-	uint64_t to; /* the last seq to send */
+	uint64_t from, to; /* the first and last seq to send */
 	uint64_t built; /* seq after the last one put in a packet */
 	uint64_t next; /* seq after the last one sent: what heartbeats carry */
 	double speed; /* 0: as fast as possible */
@@ -71,7 +71,7 @@ static int send_fetch(struct sender *s)
 		memcpy(s->pend, data, len);
 		s->pend_len = len;
 		s->pend_seq = seq;
-		s->pend_ts = packer_record_ts(&s->pk, data, len);
+		s->pend_ts = packer_record(&s->pk, seq, data, len);
 		s->have = 1;
 		return 1;
 	}
@@ -94,7 +94,7 @@ static int send_round(struct sender *s, uint64_t now)
 	int r, sent;
 
 	while (s->have && k < SEND_BATCH && send_due(s, s->pend_ts) <= now) {
-		if (!packer_add(&s->pk, s->pend_ts, s->pend, s->pend_len)) {
+		if (!packer_add(&s->pk, s->pend_seq, s->pend_ts, s->pend, s->pend_len)) {
 			if (s->pk.open) {
 				s->tx.lens[k] = packer_end(&s->pk);
 				s->tx.addrs[k++] = s->group;
@@ -126,18 +126,23 @@ static int send_round(struct sender *s, uint64_t now)
 }
 
 /* Answers one retransmission request from the journal with what has been
- * sent: consecutive blocks from the seq asked, up to retrans_packets
- * datagrams (the receiver asks again for the rest). */
+ * sent: consecutive blocks from the index asked (a request names a day's
+ * session and its sequence number: tapeday maps it to an index), each
+ * packet in its own day's session, up to retrans_packets datagrams (the
+ * receiver asks again for the rest). */
 static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 		       const struct sockaddr_in *from)
 {
+	const struct tapeday *td = &s->pk.w.td;
+	struct mold_session sess;
 	struct mold_request q;
 	struct mold_builder b;
-	uint64_t seq, end;
+	uint64_t seq, end, wseq;
+	uint32_t day;
 	unsigned k = 0;
 	int n = -1; /* length of the record held in rbuf, -1: none */
 
-	if (mold_parse_request(buf, len, &s->pk.session, &q) < 0) {
+	if (tapeday_parse_request(td, buf, len, &q) < 0) {
 		s->st.bad_requests++;
 		return;
 	}
@@ -146,8 +151,12 @@ static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 		/* lockstep's "too old" answer (common/rx.h): a heartbeat carrying
 		 * the oldest seq held, to the requester only; then what is held */
 		uint8_t hb[AUTH_CONTROL_MAX];
-		size_t n_hb = rxpath_too_old_answer(hb, &s->pk.session, "tape", q.seq, s->t->first);
+		uint64_t asked, oldest;
+		size_t n_hb;
 
+		tapeday_wire(td, q.seq, &sess, &asked);
+		tapeday_wire(td, s->t->first, &sess, &oldest);
+		n_hb = rxpath_too_old_answer(hb, &sess, "tape", asked, oldest);
 		n_hb = auth_node_seal(AUTH_TAPE, hb, n_hb, sizeof(hb), 0);
 		sendto(s->rfd, hb, n_hb, 0, (const struct sockaddr *)from, sizeof(*from));
 		s->st.too_old++;
@@ -155,8 +164,10 @@ static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 	seq = q.seq < s->t->first ? s->t->first : q.seq;
 	end = q.seq + q.count < s->next ? q.seq + q.count : s->next;
 	while (seq < end && k < s->retrans_packets) {
-		mold_build_begin(&b, net_batch_slot(&s->req_tx, k), s->pk.max, &s->pk.session, seq);
-		while (seq < end) {
+		day = tapeday_day_at(td, seq, NULL);
+		tapeday_wire(td, seq, &sess, &wseq);
+		mold_build_begin(&b, net_batch_slot(&s->req_tx, k), s->pk.max, &sess, wseq);
+		while (seq < end && tapeday_day_at(td, seq, NULL) == day) {
 			if (n < 0 && (n = journal_read(s->t->j, seq, s->rbuf, JOURNAL_MAX_RECORD, NULL)) < 0) {
 				end = seq;
 				break;
@@ -170,7 +181,7 @@ static void send_serve(struct sender *s, const uint8_t *buf, size_t len,
 					break;
 				/* alone and still too large for max: a packet of its size */
 				mold_build_begin(&b, net_batch_slot(&s->req_tx, k), MOLD_MAX_PACKET,
-						 &s->pk.session, seq);
+						 &sess, wseq);
 				mold_build_add(&b, s->rbuf, (uint16_t)n);
 			}
 			n = -1;
@@ -213,10 +224,18 @@ static void send_serve_all(struct sender *s)
 	}
 }
 
+/* A heartbeat (or the end of session) in the session of the day of the
+ * last event sent (before any: the first's), carrying that day's next
+ * sequence number. */
 static void send_control(struct sender *s, int eos, uint64_t now)
 {
 	uint8_t pkt[AUTH_CONTROL_MAX];
-	size_t n = auth_node_heartbeat(pkt, AUTH_TAPE, &s->pk.session, s->next, eos);
+	struct mold_session sess;
+	uint64_t last = s->next > s->from ? s->next - 1 : s->next, wseq;
+	size_t n;
+
+	tapeday_wire(&s->pk.w.td, last, &sess, &wseq);
+	n = auth_node_heartbeat(pkt, AUTH_TAPE, &sess, last < s->next ? wseq + 1 : wseq, eos);
 
 	if (sendto(s->fd, pkt, n, 0, (const struct sockaddr *)&s->group, sizeof(s->group)) < 0)
 		s->st.send_errors++;
@@ -333,6 +352,7 @@ struct send_args {
 	const char *key_file, *cluster;
 	int auth; /* enum auth_mode */
 	uint64_t from, hb_ns, ttl;
+	uint32_t day; /* --day: that day's records only; 0: none */
 	int64_t linger_ns; /* -1: until a signal */
 };
 
@@ -350,7 +370,7 @@ static int send_options(int argc, char **argv, struct send_args *a, struct sende
 		{ "ttl", required_argument, NULL, 'T' }, { "help", no_argument, NULL, 'h' },
 		{ "key-file", required_argument, NULL, 'K' },
 		{ "cluster", required_argument, NULL, 'C' }, { "auth", required_argument, NULL, 'A' },
-		{ NULL, 0, NULL, 0 },
+		{ "day", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t v;
 	int c;
@@ -394,6 +414,7 @@ static int send_options(int argc, char **argv, struct send_args *a, struct sende
 			if (parse_u64(optarg, &a->ttl) < 0 || a->ttl > 255)
 				return fail_usage("--ttl: 0..255");
 			break;
+		case 'd': if (opt_day(optarg, &a->day)) return 2; break;
 		case 'K': a->key_file = optarg; break;
 		case 'C': a->cluster = optarg; break;
 		case 'A':
@@ -406,12 +427,12 @@ static int send_options(int argc, char **argv, struct send_args *a, struct sende
 		}
 	}
 	if (argc - optind != 1)
-		return fail_usage("send: one journal directory");
+		return fail_usage("send: one journal directory or archive");
 	if (!a->group)
 		return fail_usage("send: --group ADDR:PORT is required");
 	if (net_parse_addr(a->group, &s->group) < 0 || !s->group.sin_port)
 		return fail_usage("--group %s: want ADDR:PORT", a->group);
-	if (mold_session_set(&s->pk.session, a->session) < 0)
+	if (wirepos_init(&s->pk.w, a->session) < 0)
 		return fail_usage("--tape-session %s: up to 10 printable characters", a->session);
 	return -1;
 }
@@ -429,7 +450,7 @@ static int send_setup(struct sender *s, const struct send_args *a)
 	}
 	if (s->pk.max > 64 + auth_node_reserve())
 		s->pk.max -= auth_node_reserve(); /* --max-datagram is the tagged size */
-	s->next = s->built = a->from;
+	s->from = s->next = s->built = a->from;
 	s->pend = malloc(JOURNAL_MAX_RECORD);
 	s->rbuf = malloc(JOURNAL_MAX_RECORD);
 	if (!s->pend || !s->rbuf || net_batch_init(&s->tx, SEND_BATCH, MOLD_MAX_PACKET) < 0 ||
@@ -440,7 +461,8 @@ static int send_setup(struct sender *s, const struct send_args *a)
 	}
 	if (send_open_sockets(s, a->iface, a->retrans, (int)a->ttl) < 0)
 		return -1;
-	if ((r = journal_iter_open(&s->it, s->t->j, a->from)) < 0 || (r = send_fetch(s)) < 0) {
+	if ((r = wirepos_prime(&s->pk.w, s->t, a->from)) < 0 ||
+	    (r = journal_iter_open(&s->it, s->t->j, a->from)) < 0 || (r = send_fetch(s)) < 0) {
 		fprintf(stderr, PROG ": reading %s: %s\n", s->t->dir, strerror(-r));
 		return -1;
 	}
@@ -494,10 +516,10 @@ int cmd_send(int argc, char **argv)
 		return rc;
 	s.t = &t;
 	rc = 2;
-	if (tapedir_range(&t, &a.from, &s.to)) {
-		rc = 1;
+	if ((a.day && (rc = days_range(&t, a.day, &a.from, &s.to)) != 0) ||
+	    (rc = tapedir_range(&t, &a.from, &s.to)) != 0)
 		goto out;
-	}
+	rc = 2;
 	if (send_setup(&s, &a) < 0)
 		goto out;
 	sigaction(SIGINT, &sa, NULL);

@@ -66,6 +66,9 @@ static int verify_journal_report(const struct tapedir *t)
 
 /* What a walk over the records found. */
 struct verify_walk {
+	uint64_t from, to; /* the range walked */
+	uint32_t day; /* the day of the record walked last; 0: not known */
+	uint64_t days; /* START_OF_DAY events */
 	uint64_t n, starts, prev_term, bad_seq;
 	const char *bad; /* the first bad record's fault; NULL: none */
 	int r; /* 0, or a negative errno reading the journal */
@@ -90,6 +93,25 @@ static const char *verify_record(const struct event *e, uint64_t term, uint64_t 
 	return NULL;
 }
 
+/* Why a DayEvent does not fit the days before it (each day opens after
+ * the one before, and ends as itself); NULL when it fits. Follows w->day. */
+static const char *verify_day(const struct event *e, struct verify_walk *w)
+{
+	if (e->v.body != TAPE_BODY_DAY)
+		return NULL;
+	if (e->day_kind == TAPE_DAY_START) {
+		if (e->day_of_event == 1 && e->seq != 1)
+			return "day 1 opened after seq 1";
+		if (e->day_of_event != 1 && w->day && e->day_of_event != w->day + 1)
+			return "a START_OF_DAY that does not open the next day";
+		w->day = e->day_of_event;
+		w->days++;
+	} else if (e->day_kind == TAPE_DAY_END && w->day && e->day_of_event != w->day) {
+		return "an END_OF_DAY of another day than the current one";
+	}
+	return NULL;
+}
+
 /* Reads the good records up to the first bad one. Returns 0, or 2 when out
  * of memory. */
 static int verify_walk(const struct tapedir *t, struct verify_walk *w)
@@ -105,13 +127,15 @@ static int verify_walk(const struct tapedir *t, struct verify_walk *w)
 
 	if (arena_init(&arena, ARENA_BYTES) < 0)
 		return 2;
-	progress_start(&pr, "verify", t->first, t->last);
-	r = t->last ? journal_iter_open(&it, t->j, t->first) : 0;
+	w->day = w->from == 1;
+	progress_start(&pr, "verify", w->from, w->to);
+	r = t->last ? journal_iter_open(&it, t->j, w->from) : 0;
 	while (r == 0 && it && (r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
 		r = 0;
 		w->n++;
 		event_decode(&e, seq, term, data, len, &arena);
-		if ((w->bad = verify_record(&e, term, w->prev_term)) != NULL) {
+		if ((w->bad = verify_record(&e, term, w->prev_term)) != NULL ||
+		    (w->bad = verify_day(&e, w)) != NULL) {
 			w->bad_seq = seq;
 			break;
 		}
@@ -119,7 +143,7 @@ static int verify_walk(const struct tapedir *t, struct verify_walk *w)
 			w->starts++;
 		w->prev_term = term;
 		progress_tick(&pr, seq);
-		if (seq == t->last)
+		if (seq == w->to)
 			break;
 	}
 	progress_end(&pr);
@@ -130,10 +154,11 @@ static int verify_walk(const struct tapedir *t, struct verify_walk *w)
 }
 
 /* Prints the verdict; the exit status. */
-static int verify_verdict(const struct tapedir *t, const struct verify_walk *w, int allow_trimmed)
+static int verify_verdict(const struct tapedir *t, const struct verify_walk *w, int allow_trimmed,
+			  uint32_t day)
 {
 	if (w->r < 0) {
-		printf("FAIL: reading seq %llu: %s\n", (unsigned long long)(t->first + w->n),
+		printf("FAIL: reading seq %llu: %s\n", (unsigned long long)(w->from + w->n),
 		       strerror(-w->r));
 		return 1;
 	}
@@ -147,6 +172,13 @@ static int verify_verdict(const struct tapedir *t, const struct verify_walk *w, 
 		printf("FAIL: %s holds no journal records\n", t->dir);
 		return 1;
 	}
+	if (day) {
+		printf("ok: day %u: %llu records, seq %llu..%llu, terms up to %llu (%llu term "
+		       "starts)\n", day, (unsigned long long)w->n, (unsigned long long)w->from,
+		       (unsigned long long)w->to, (unsigned long long)w->prev_term,
+		       (unsigned long long)w->starts);
+		return 0;
+	}
 	if (t->first != 1 && !allow_trimmed) {
 		printf("FAIL: the journal starts at seq %llu: seq 1..%llu are missing "
 		       "(--allow-trimmed accepts that)\n",
@@ -154,9 +186,10 @@ static int verify_verdict(const struct tapedir *t, const struct verify_walk *w, 
 		return 1;
 	}
 	printf("ok: %llu records, seq %llu..%llu, terms up to %llu (%llu term starts), "
-	       "%u segments, %llu bytes\n",
+	       "%llu days opened, %u segments, %llu bytes\n",
 	       (unsigned long long)w->n, (unsigned long long)t->first, (unsigned long long)t->last,
 	       (unsigned long long)w->prev_term, (unsigned long long)w->starts,
+	       (unsigned long long)w->days,
 	       journal_segments(t->j), (unsigned long long)journal_bytes(t->j));
 	return 0;
 }
@@ -165,30 +198,44 @@ int cmd_verify(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "allow-trimmed", no_argument, NULL, 'a' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "day", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 },
 	};
 	struct verify_walk w = { 0 };
 	struct tapedir t;
+	uint32_t day = 0;
 	int allow_trimmed = 0, c, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': allow_trimmed = 1; break;
+		case 'd': if (opt_day(optarg, &day)) return 2; break;
 		case 'h': usage(stdout); return 0;
 		default: return 2;
 		}
 	}
 	if (argc - optind != 1)
-		return fail_usage("verify: one journal directory");
+		return fail_usage("verify: one journal directory or archive");
 	rc = tapedir_open(&t, argv[optind], 0, 0);
 	if (rc) {
 		if (t.rep.bad_reason) /* a bad segment header: still name it */
 			return verify_journal_report(&t);
 		return rc;
 	}
-	if ((rc = verify_walk(&t, &w)) != 0)
+	w.from = t.first;
+	w.to = t.last;
+	/* one day: its records only. The journal's bad spot, if any, is this
+	 * day's when the day runs up to it (the last good record). */
+	if (day && (rc = days_range(&t, day, &w.from, &w.to)) != 0) {
+		tapedir_close(&t);
 		return rc;
-	rc = verify_verdict(&t, &w, allow_trimmed);
+	}
+	if (day && t.rep.bad_reason && w.to < t.last)
+		t.rep.bad_reason = NULL;
+	if ((rc = verify_walk(&t, &w)) != 0) {
+		tapedir_close(&t);
+		return rc;
+	}
+	rc = verify_verdict(&t, &w, allow_trimmed, day);
 	tapedir_close(&t);
 	return rc;
 }
