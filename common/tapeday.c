@@ -135,9 +135,9 @@ uint64_t tapeday_index(const struct tapeday *t, const struct mold_session *s, ui
 	uint32_t day = tapeday_day_of(t, s);
 	uint64_t base = day ? tapeday_base(t, day) : 0;
 
-	if (!base || seq > UINT64_MAX - base)
+	if (!base || seq == 0 || seq > UINT64_MAX - (base - 1))
 		return 0;
-	return base + seq - 1;
+	return base - 1 + seq;
 }
 
 /* The index of a data packet's first block, from its Event. */
@@ -185,9 +185,11 @@ int tapeday_parse(struct tapeday *t, const uint8_t *buf, size_t len, size_t max_
 		if (base < 2 || tapeday_learn(t, day, base) < 0)
 			return MOLD_E_SEQ_WRAP;
 	}
-	if (p.seq > UINT64_MAX - base)
+	/* day 1 maps as it is: a position no stream reaches is the
+	 * receiver's to judge (rx_believable) */
+	if (p.seq > UINT64_MAX - (base - 1))
 		return MOLD_E_SEQ_WRAP;
-	p.seq = base + p.seq - 1;
+	p.seq = base - 1 + p.seq;
 	*out = p;
 	return 0;
 }
