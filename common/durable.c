@@ -35,23 +35,31 @@ int durable_sync_parent(const char *path)
 	return durable_sync_dir(dir);
 }
 
+int durable_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 /* Writes all of iov to fd. 0 or -errno. */
 static int write_iov(int fd, const struct iovec *iov, int n)
 {
 	for (int i = 0; i < n; i++) {
-		const char *p = iov[i].iov_base;
-		size_t left = iov[i].iov_len;
+		int r = durable_write_all(fd, iov[i].iov_base, iov[i].iov_len);
 
-		while (left) {
-			ssize_t w = write(fd, p, left);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w < 0)
-				return -errno;
-			p += w;
-			left -= (size_t)w;
-		}
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

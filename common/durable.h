@@ -13,6 +13,8 @@
 
 /* Replaces path by the n buffers of iov, created with mode. */
 int durable_write(const char *path, const struct iovec *iov, int n, mode_t mode);
+/* Writes all n bytes to fd (short writes and EINTR retried). 0 or -errno. */
+int durable_write_all(int fd, const void *buf, size_t n);
 /* fsync of the directory dir, or of the directory holding path. */
 int durable_sync_dir(const char *dir);
 int durable_sync_parent(const char *path);

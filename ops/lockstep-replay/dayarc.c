@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "dayarc.h"
+#include "durable.h"
 
 static uint64_t get_le(const uint8_t *p, unsigned n)
 {
@@ -237,21 +238,6 @@ struct dayarc_writer {
 	size_t cap;
 };
 
-static int write_full(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Compresses p[0, n) with `mode` (ZSTD_e_end: until the frame is closed). */
 static int writer_push(struct dayarc_writer *w, const void *p, size_t n, ZSTD_EndDirective mode)
 {
@@ -265,7 +251,7 @@ static int writer_push(struct dayarc_writer *w, const void *p, size_t n, ZSTD_En
 		left = ZSTD_compressStream2(w->cc, &ob, &ib, mode);
 		if (ZSTD_isError(left))
 			return -EIO;
-		if ((rc = write_full(w->fd, w->out, ob.pos)) < 0)
+		if ((rc = durable_write_all(w->fd, w->out, ob.pos)) < 0)
 			return rc;
 	} while (mode == ZSTD_e_end ? left != 0 : ib.pos < ib.size);
 	return 0;

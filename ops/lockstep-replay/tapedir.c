@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "durable.h"
 #include "dayarc.h"
 #include "replay.h"
 
@@ -75,19 +76,7 @@ static int unpack_begin(void *ctx, const char *name, uint64_t len)
 
 static int unpack_data(void *ctx, const uint8_t *p, size_t n)
 {
-	struct unpacked *u = ctx;
-
-	while (n) {
-		ssize_t k = write(u->fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
+	return durable_write_all(((struct unpacked *)ctx)->fd, p, n);
 }
 
 static int unpack_end(void *ctx)
