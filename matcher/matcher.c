@@ -67,6 +67,8 @@ static void apply_day(struct matcher *m, uint64_t seq, uint64_t tape_ns,
 		log_notice("tape seq %llu: day %u %s, %llu resting orders canceled (reason E)",
 			   (unsigned long long)seq, d.day, d.open ? "opened" : "closed",
 			   (unsigned long long)(after.closed_cancels - before.closed_cancels));
+	if (after.day_ignored == before.day_ignored && c->kind == ENGINE_DAY_START)
+		m->day_snapshot = 1;
 }
 
 /* Applies the event at m->next_seq. Returns 0, -EAGAIN when it is not
@@ -181,9 +183,10 @@ static int on_event(void *ctx, uint64_t seq, const uint8_t *data, uint16_t len)
 	/* a checkpoint may find this replica diverged: before the snapshot */
 	if (m->cfg->checkpoint_interval && seq % m->cfg->checkpoint_interval == 0)
 		matcher_checkpoint_own(m, seq);
-	if (m->cfg->snapshot_interval && seq % m->cfg->snapshot_interval == m->snap_phase &&
-	    !m->diverged)
-		matcher_snapshot_take(m, seq);
+	if (m->cfg->snapshot_interval && !m->diverged &&
+	    (seq % m->cfg->snapshot_interval == m->snap_phase || m->day_snapshot) &&
+	    matcher_snapshot_take(m, seq) != -EBUSY)
+		m->day_snapshot = 0; /* a day's refused as busy: again at the next event */
 	return RX_TAKEN;
 }
 

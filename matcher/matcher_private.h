@@ -167,6 +167,9 @@ struct matcher {
 	 * takes idle CPU, so the replicas take turns and one of them is always at full
 	 * speed for the gateways' first-copy arbitration */
 	uint64_t snap_phase;
+	/* a START_OF_DAY was applied: a snapshot at it, so that a restart
+	 * needs nothing of the days before ([sequencer] retention drops them) */
+	int day_snapshot;
 
 	/* divergence (final) and the test fault that causes it */
 	int diverged;

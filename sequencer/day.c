@@ -230,3 +230,45 @@ void seq_day_tick(struct sequencer *s)
 		log_ratelimited(&rl_day, LOG_LVL_WARNING, "scheduled %s: %s",
 				s->closed ? "start of day" : "end of day", msg);
 }
+
+/* Retention: once the last START_OF_DAY is committed, the days before the
+ * last `retention` leave the live journal, each whole (a day starts a
+ * segment: journal_roll), into archive_dir/SESSION/ or removed. Run at the
+ * heartbeat tick, on every member; a member away for longer than the
+ * retention cannot then catch up from the group (the man page says so). */
+void seq_day_retain(struct sequencer *s)
+{
+	const struct tapeday_day *last = tapeday_last(&s->days);
+	char dir[sizeof(s->cfg.archive_dir) + MOLD_SESSION_LEN + 2];
+	char name[MOLD_SESSION_LEN + 1];
+	struct mold_session sess;
+	uint64_t keep;
+	int r;
+
+	if (!s->cfg.retention || last->day <= s->cfg.retention || s->commit < last->base)
+		return;
+	keep = tapeday_base(&s->days, last->day - (uint32_t)s->cfg.retention + 1);
+	if (!keep || keep <= journal_first_seq(s->journal))
+		return;
+	/* day by day, oldest first: each into a directory of its own */
+	for (unsigned i = 0; i + 1 < s->days.n && s->days.known[i + 1].base <= keep; i++) {
+		uint64_t end = s->days.known[i + 1].base;
+
+		if (end <= journal_first_seq(s->journal))
+			continue;
+		tapeday_session(&s->days, s->days.known[i].day, &sess);
+		mold_session_str(&sess, name);
+		snprintf(dir, sizeof(dir), "%s/%s", s->cfg.archive_dir, name);
+		r = journal_drop_before(s->journal, end, s->cfg.archive_dir[0] ? dir : NULL);
+		if (r < 0) {
+			log_ratelimited(&rl_day, LOG_LVL_WARNING,
+					"retention: day %u (%s) stays in the journal: %s",
+					s->days.known[i].day, name, strerror(-r));
+			return;
+		}
+		s->st.days_dropped++;
+		log_notice("retention: day %u (%s, seq ..%llu) left the journal%s%s",
+			   s->days.known[i].day, name, (unsigned long long)(end - 1),
+			   s->cfg.archive_dir[0] ? " for " : "", s->cfg.archive_dir[0] ? dir : "");
+	}
+}

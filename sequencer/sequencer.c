@@ -427,6 +427,7 @@ static void on_heartbeat(struct ev_loop *loop, ev_timer *w, int revents)
 		tape_time_event(s, now);
 	if (s->state == SEQ_PRIMARY && raft_transfer_target(s->raft) == RAFT_NOBODY)
 		seq_day_tick(s);
+	seq_day_retain(s);
 	if (s->state == SEQ_PRIMARY && now - s->last_tape_send_ns >= s->cfg.heartbeat_ns)
 		send_tape_control(s, 0);
 }
