@@ -160,10 +160,10 @@ void gw_day_drain(struct gw *g)
 		g->day.n--;
 		saved = 1;
 	}
-	/* A restart journals nothing twice: the progress file says so before
-	 * more is journalled (rare: twice a day). */
+	/* A restart journals nothing twice: the progress file says so as
+	 * soon as the journals hold it on disk (rare: twice a day). */
 	if (saved)
-		gw_progress_save(g);
+		gw_progress_tick(g);
 }
 
 void gw_day_on_tape(struct gw *g, uint64_t index, uint64_t timestamp, const uint8_t *body,

@@ -1,5 +1,6 @@
 /* The gateway's top: configuration, opening the parts bottom up and closing
- * them top down, the per-iteration flush, progress persistence and control. */
+ * them top down, the per-iteration flush, the tick and control (the progress
+ * file: progress.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,11 +12,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
-#include "durable.h"
 #include "gw_private.h"
 #include "journal.h"
-
-static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
 
 /* [gateway] fsync, by what each promises (lockstep-gateway(8)) */
 static const char *const fsync_names[] = { "disk", "none", NULL };
@@ -152,128 +150,6 @@ static int gw_reload(void *self, const void *fresh_cfg, char *msg, size_t msglen
 	return rc;
 }
 
-/* ---- progress ------------------------------------------------------------ */
-
-/* <state_dir>/gateway.pos: "cmd_acked N\ntape_next N\nexec_next N\n", then
- * "exec_next_P N\n" for each partition P >= 1, then the trading day's
- * "day_key K\nday_hold I\ntape_day D\ntape_day_base B\n" (a file without
- * them: day 1, nothing journalled). A conservative position: resending
- * committed commands is harmless (the sequencer drops duplicates), exec
- * blocks already journalled for a login are skipped by partition and exec
- * sequence number, and day events by their key (day.c). tape_next (a tape
- * index) stays before a day event not yet journalled. v: GW_POS_*. */
-static void progress_path(const struct gw *g, char *out, size_t cap, const char *suffix)
-{
-	snprintf(out, cap, "%s/gateway.pos%s", g->cfg.node.state_dir, suffix);
-}
-
-/* The key=value lines after the first three (an unknown key is left). */
-static void progress_load_rest(FILE *f, uint64_t v[GW_N_POS])
-{
-	static const struct {
-		const char *name;
-		unsigned pos;
-	} keys[] = {
-		{ "day_key", GW_POS_DAY_KEY },
-		{ "day_hold", GW_POS_DAY_HOLD },
-		{ "tape_day", GW_POS_TAPE_DAY },
-		{ "tape_day_base", GW_POS_TAPE_BASE },
-	};
-	char key[32], extra;
-	unsigned p;
-	uint64_t n;
-
-	while (fscanf(f, " %31[a-z_0-9] %" SCNu64, key, &n) == 2) {
-		/* partitions >= 1; one no longer configured is forgotten */
-		if (sscanf(key, "exec_next_%u%c", &p, &extra) == 1) {
-			if (p >= 1 && p < GW_MAX_PARTITIONS)
-				v[GW_POS_EXEC + p] = n;
-			continue;
-		}
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-			if (strcmp(key, keys[i].name) == 0)
-				v[keys[i].pos] = n;
-	}
-}
-
-static void progress_load(struct gw *g, uint64_t v[GW_N_POS])
-{
-	char path[300];
-	FILE *f;
-
-	progress_path(g, path, sizeof(path), "");
-	memset(v, 0, GW_N_POS * sizeof(*v));
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	if (fscanf(f, "cmd_acked %" SCNu64 " tape_next %" SCNu64 " exec_next %" SCNu64,
-		   &v[GW_POS_CMD], &v[GW_POS_TAPE], &v[GW_POS_EXEC]) != 3) {
-		log_warn("%s: unreadable, starting without it", path);
-		memset(v, 0, GW_N_POS * sizeof(*v));
-	} else {
-		progress_load_rest(f, v);
-	}
-	fclose(f);
-	/* a position no stream reaches (a file damaged, or saved by an older
-	 * gateway that believed a forged heartbeat): not believed */
-	for (unsigned i = 0; i < GW_N_POS; i++)
-		if (v[i] >= RX_SEQ_LIMIT) {
-			log_warn("%s: position %" PRIu64 " is beyond any stream's (%llu): starting "
-				 "without the file",
-				 path, v[i], (unsigned long long)RX_SEQ_LIMIT);
-			memset(v, 0, GW_N_POS * sizeof(*v));
-			return;
-		}
-}
-
-/* Once a second, and after a day event is journalled: the exec positions
- * count only blocks the logins' journals hold on disk (gw_logins_await
- * first), so a power cut never leaves the file ahead of the journals it
- * skips by; the day key likewise. */
-void gw_progress_save(struct gw *g)
-{
-	uint64_t v[GW_N_POS], pend = gw_day_pending_from(g);
-	char path[300], text[64 * GW_N_POS];
-	struct iovec iov;
-	size_t n;
-	int rc;
-
-	gw_logins_await(&g->logins);
-	memset(v, 0, sizeof(v));
-	v[GW_POS_CMD] = g->cmd.acked;
-	v[GW_POS_TAPE] = g->tape.s.next < pend ? g->tape.s.next : pend;
-	for (unsigned p = 0; p < g->n_parts; p++)
-		v[GW_POS_EXEC + p] = g->exec.parts[p].exec.next;
-	v[GW_POS_DAY_KEY] = g->day.key;
-	v[GW_POS_DAY_HOLD] = pend != UINT64_MAX ? pend : 0;
-	if (g->tape.days.n > 0 && tapeday_last(&g->tape.days)->day > 1) {
-		v[GW_POS_TAPE_DAY] = tapeday_last(&g->tape.days)->day;
-		v[GW_POS_TAPE_BASE] = tapeday_last(&g->tape.days)->base;
-	}
-	if (memcmp(v, g->persisted, sizeof(v)) == 0)
-		return;
-	progress_path(g, path, sizeof(path), "");
-	n = (size_t)snprintf(text, sizeof(text),
-			     "cmd_acked %" PRIu64 "\ntape_next %" PRIu64 "\nexec_next %" PRIu64 "\n",
-			     v[GW_POS_CMD], v[GW_POS_TAPE], v[GW_POS_EXEC]);
-	for (unsigned p = 1; p < g->n_parts && n < sizeof(text); p++)
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "exec_next_%u %" PRIu64 "\n", p,
-				      v[GW_POS_EXEC + p]);
-	if (n < sizeof(text))
-		n += (size_t)snprintf(text + n, sizeof(text) - n,
-				      "day_key %" PRIu64 "\nday_hold %" PRIu64 "\ntape_day %" PRIu64
-				      "\ntape_day_base %" PRIu64 "\n",
-				      v[GW_POS_DAY_KEY], v[GW_POS_DAY_HOLD], v[GW_POS_TAPE_DAY],
-				      v[GW_POS_TAPE_BASE]);
-	iov = (struct iovec){ text, n < sizeof(text) ? n : sizeof(text) - 1 };
-	rc = durable_write(path, &iov, 1, 0644);
-	if (rc < 0) {
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "%s: %s", path, strerror(-rc));
-		return;
-	}
-	memcpy(g->persisted, v, sizeof(v));
-}
-
 /* ---- the loop ----------------------------------------------------------- */
 
 /* Once per loop iteration, before the loop blocks: journals first (a command
@@ -301,7 +177,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	gw_tape_tick(g, now);
 	gw_exec_disk_retry(g);
 	if (now - g->last_persist >= 1.0) {
-		gw_progress_save(g);
+		gw_progress_tick(g);
 		g->last_persist = now;
 	}
 }
@@ -439,8 +315,10 @@ static int open_parts(struct gw *g)
 
 	if (rc < 0 || (rc = gw_logins_open(&g->logins, &g->cfg, &g->st)) < 0)
 		return rc;
-	progress_load(g, pos);
+	gw_progress_load(g, pos);
 	memcpy(g->persisted, pos, sizeof(pos));
+	if ((rc = gw_progress_open(g)) < 0)
+		return rc;
 	gw_day_init(g, pos); /* before the logins' journals: they read it */
 	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + GW_POS_EXEC)) < 0 ||
 	    (rc = gw_cmd_open(g, pos[GW_POS_CMD])) < 0 || (rc = gw_flow_open(g)) < 0 ||
@@ -522,7 +400,7 @@ void gw_stop(struct gw *g)
 	gw_session_close_listener(g);
 	gw_session_end_all(g);
 	close_parts(g);
-	gw_progress_save(g);
+	gw_progress_save_now(g);
 	ev_break(g->loop, EVBREAK_ALL);
 }
 
@@ -535,6 +413,7 @@ void gw_close(struct gw *g)
 		close_parts(g);
 	}
 	gw_session_close_listener(g);
+	gw_progress_close(g);
 	gw_exec_free(g);
 	gw_routes_close(g->routes);
 	gw_logins_fini(&g->logins);

@@ -4,6 +4,7 @@
 
 #include <ev.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "gateway.h"
@@ -90,6 +91,7 @@ struct gw_login {
 	/* the day key (gw_day_key) of the last System Event of the trading
 	 * day its journal took: one is journalled only when its key is above */
 	uint64_t day_sent;
+	uint64_t prog_mark; /* next_seq when the progress file's positions were taken */
 };
 
 /* The login table (logins.c only). A new journal is passed to opened()
@@ -311,6 +313,20 @@ struct gw_flow {
 	uint64_t pauses, stalls, paused_ns;
 };
 
+/* The progress file's save (progress.c): the positions taken and waiting
+ * for the logins' journals, and the writer thread's one job. */
+struct gw_progress {
+	uint64_t v[GW_N_POS];
+	int waiting;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int made, started, job, stop, err; /* job, stop, err, text, len under mu */
+	char path[300];
+	char text[64 * GW_N_POS];
+	size_t len;
+};
+
 struct gw {
 	struct ev_loop *loop;
 	struct gw_config cfg;
@@ -325,6 +341,7 @@ struct gw {
 	struct gw_sessions sess;
 	struct gw_flow flow;
 	struct gw_day day;
+	struct gw_progress prog;
 
 	ev_prepare prepare;
 	ev_timer tick;
@@ -377,6 +394,11 @@ int gw_logins_flush(struct gw_logins *t);
 /* fsync = disk: blocks until every login's journal holds on disk what it
  * was given (before a position that counts on it is saved). */
 void gw_logins_await(struct gw_logins *t);
+/* Writes what the journals buffer and marks how far each goes (the
+ * progress file's capture); gw_logins_marked_durable: 1 once every journal
+ * holds on disk what it held at the mark, without waiting. */
+void gw_logins_mark(struct gw_logins *t);
+int gw_logins_marked_durable(const struct gw_logins *t);
 /* The journals' policy under [gateway] fsync (gateway.c). */
 extern const enum journal_fsync gw_fsync_modes[];
 /* Record seq of l's journal into buf: its length, or -errno. */
@@ -411,10 +433,19 @@ int gw_cmd_pending(const struct gw *g, uint64_t seq);
 /* The tape committed every command up to seq. */
 void gw_cmd_ack(struct gw *g, uint64_t seq);
 
-/* gateway.c */
-/* Writes gateway.pos now (once the logins' journals hold what it counts
- * on), as the tick does once a second. */
-void gw_progress_save(struct gw *g);
+/* progress.c: the progress file, gateway.pos */
+/* Its positions (GW_POS_*; zeros without a file or with a bad one). */
+void gw_progress_load(struct gw *g, uint64_t v[GW_N_POS]);
+/* Starts the writer thread (0, or -ENOMEM; without a thread every save is
+ * in line); gw_progress_close ends it. */
+int gw_progress_open(struct gw *g);
+void gw_progress_close(struct gw *g);
+/* Once a second (and after a day event): takes the positions, and once the
+ * logins' journals hold what they held then on disk, has the file written
+ * off the loop. */
+void gw_progress_tick(struct gw *g);
+/* At stop: the same, in line, waiting for the disk. */
+void gw_progress_save_now(struct gw *g);
 
 /* tape.c */
 /* pos: the progress file's (GW_POS_*; tape 0: the first packet decides). */

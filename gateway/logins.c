@@ -314,6 +314,21 @@ void gw_logins_await(struct gw_logins *t)
 	}
 }
 
+void gw_logins_mark(struct gw_logins *t)
+{
+	gw_logins_flush(t); /* its errors are the exec path's (gw_exec_disk_full) */
+	for (size_t i = 0; i < t->n; i++)
+		t->v[i]->prog_mark = t->v[i]->next_seq;
+}
+
+int gw_logins_marked_durable(const struct gw_logins *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i]->j && t->v[i]->durable_next < t->v[i]->prog_mark)
+			return 0;
+	return 1;
+}
+
 void gw_logins_close_journals(struct gw_logins *t)
 {
 	gw_logins_flush(t);
