@@ -95,6 +95,12 @@ const struct config_key gw_config_keys[] = {
 	  1, NULL, "loss generator for tests: fraction of received datagrams thrown away" },
 	GWU(drop_seed, "1", 0, 0, "loss generator seed: the same seed loses the same packets"),
 	GWU(max_sessions, "1024", 1, 1000000, "simultaneous client connections"),
+	GWU(max_sessions_per_address, "16", 1, 1000000,
+	    "simultaneous client connections from one IPv4 address (more are refused and "
+	    "counted in address_refused), so that one host cannot take every session"),
+	GWD(login_timeout, "5s",
+	    "a connection that has not logged in this long after it connected is closed, "
+	    "whatever it sends meanwhile (login_timeouts)"),
 	GWU(max_in_flight, "8192", 16, 1 << 20,
 	    "commands in flight (sent, not yet applied by their partition's matcher): at this "
 	    "many the sessions are not read until half have been answered"),
@@ -202,7 +208,8 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(retrans_too_old), COUNTER(drops_injected), COUNTER(rxq_dropped),
 	COUNTER(kernel_rcvbuf_errors), COUNTER(unbelievable), COUNTER(local_rejects), COUNTER(tokens_full),
 	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
-	COUNTER(disk_full), COUNTER(day_events), COUNTER(day_implied),
+	COUNTER(disk_full), COUNTER(day_events), COUNTER(day_implied), COUNTER(login_timeouts),
+	COUNTER(address_refused),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==

@@ -60,6 +60,8 @@ struct gw_config {
 	double drop_rate; /* loss generator on every receive path, 0: off */
 	uint64_t drop_seed;
 	uint64_t max_sessions;
+	uint64_t max_sessions_per_address; /* connections from one IPv4 address at once */
+	uint64_t login_timeout; /* a connection not logged in by then is closed */
 	uint64_t max_in_flight; /* commands sent and not yet applied by their matcher */
 	uint64_t flow_stall; /* the window may stay full this long without progress */
 	uint64_t max_datagram;

@@ -131,6 +131,8 @@ struct gw_session {
 	struct gw_login *login; /* set once ACTIVE */
 	uint64_t send_seq; /* SoupBin seq of the next sequenced message to send */
 	ev_tstamp last_in, last_out, last_progress;
+	ev_tstamp connected; /* a Login Request must come by connected + login_timeout */
+	uint32_t addr; /* the peer's IPv4 address (network order): the per-address cap */
 	int dirty; /* on gw->dirty: has output to write this iteration */
 	struct gw_session *next_dirty;
 	struct gw_session *prev, *next; /* gw->sessions */
@@ -171,6 +173,9 @@ struct gw_stats {
 	/* the trading day: System Events journalled (one per login each), and
 	 * day events implied because the tape's was not seen (skipped) */
 	uint64_t day_events, day_implied;
+	/* the client edge: connections closed for not logging in within
+	 * login_timeout, and refused past max_sessions_per_address */
+	uint64_t login_timeouts, address_refused;
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held

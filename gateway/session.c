@@ -634,12 +634,23 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	struct gw *g = s->gw;
 	ev_tstamp now = ev_now(loop), idle = (ev_tstamp)g->cfg.idle_timeout / 1e9;
 	ev_tstamp hb = (ev_tstamp)g->cfg.heartbeat / 1e9, next;
+	ev_tstamp login = (ev_tstamp)g->cfg.login_timeout / 1e9;
 
 	(void)revents;
 	/* while flow control leaves the sessions unread, a client's
 	 * heartbeats wait in the kernel: its silence is ours */
 	if (g->flow.paused && s->state <= GW_SESS_ACTIVE)
 		s->last_in = now;
+	if (s->state == GW_SESS_LOGIN && now - s->connected >= login) {
+		/* whatever it sent: Debug packets or bytes that reset the
+		 * idle clock do not hold a session that never logs in */
+		g->st.login_timeouts++;
+		log_ratelimited(&gw_rl, LOG_LVL_NOTICE,
+				"session %s: not logged in within %.1fs: closed", s->peer,
+				now - s->connected);
+		session_close(s, 0);
+		return;
+	}
 	if (now - s->last_in >= idle) {
 		g->st.idle_drops++;
 		log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: silent for %.1fs: dropped",
@@ -658,6 +669,8 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	    OUT_PACKET(s, soup_build_server_heartbeat) == 0)
 		s->last_out = now; /* counts as output from now on */
 	next = s->last_in + idle;
+	if (s->state == GW_SESS_LOGIN && s->connected + login < next)
+		next = s->connected + login;
 	if (s->state == GW_SESS_ACTIVE && s->out_len == 0 && s->last_out + hb < next)
 		next = s->last_out + hb;
 	if (s->out_len > s->out_off && s->last_progress + idle < next)
@@ -686,6 +699,17 @@ void gw_session_pause(struct gw *g, int on)
 	}
 }
 
+/* Live sessions from IPv4 address addr (a walk of the list: once per
+ * connection accepted, bounded by max_sessions). */
+static uint64_t from_address(const struct gw *g, uint32_t addr)
+{
+	uint64_t n = 0;
+
+	for (const struct gw_session *s = g->sess.list; s; s = s->next)
+		n += s->addr == addr && s->state != GW_SESS_DEAD;
+	return n;
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
@@ -704,6 +728,18 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 						strerror(errno));
 			return;
 		}
+		if (from_address(g, peer.sin_addr.s_addr) >= g->cfg.max_sessions_per_address) {
+			char a[32];
+
+			g->st.address_refused++;
+			net_format_addr(&peer, a, sizeof(a));
+			log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+					"connection from %s refused: %" PRIu64
+					" sessions from its address already (max_sessions_per_address)",
+					a, g->cfg.max_sessions_per_address);
+			close(fd);
+			continue;
+		}
 		if (g->sess.n >= g->cfg.max_sessions || g->sess.stopping ||
 		    !(s = calloc(1, sizeof(*s) + g->cfg.out_buffer))) {
 			g->st.refused++;
@@ -718,7 +754,8 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		s->fd = fd;
 		s->out_cap = g->cfg.out_buffer;
 		s->state = GW_SESS_LOGIN;
-		s->last_in = s->last_out = s->last_progress = ev_now(loop);
+		s->last_in = s->last_out = s->last_progress = s->connected = ev_now(loop);
+		s->addr = peer.sin_addr.s_addr;
 		net_format_addr(&peer, s->peer, sizeof(s->peer));
 		soup_parser_init(&s->parser, s->in, sizeof(s->in), GW_MAX_IN_PAYLOAD,
 				 SOUP_FROM_CLIENT);
