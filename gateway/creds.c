@@ -80,6 +80,30 @@ int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, cha
 	return 0;
 }
 
+/* ASCII upper to lower case without a branch on the byte. */
+static unsigned fold(unsigned char ch)
+{
+	unsigned up = (unsigned)((ch - 'A') & 0xffu) < 26u;
+
+	return ch | (up << 5);
+}
+
+int gw_cred_password_ok(const struct gw_cred *c, const char *given)
+{
+	char a[GW_PASSWORD_LEN + 1] = { 0 }, b[GW_PASSWORD_LEN + 1] = { 0 };
+	unsigned diff = 0;
+
+	memcpy(a, c ? c->password : "", strnlen(c ? c->password : "", GW_PASSWORD_LEN));
+	memcpy(b, given, strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN
+				 ? GW_PASSWORD_LEN : strnlen(given, GW_PASSWORD_LEN));
+	/* every byte, whatever the first difference: the time says nothing of
+	 * how much of a guess was right */
+	for (size_t i = 0; i <= GW_PASSWORD_LEN; i++)
+		diff |= fold((unsigned char)a[i]) ^ fold((unsigned char)b[i]);
+	diff |= strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN; /* too long: never */
+	return c && diff == 0;
+}
+
 const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login)
 {
 	size_t n = strnlen(login, GW_LOGIN_LEN + 1);

@@ -38,5 +38,10 @@ int gw_creds_load(struct gw_creds *c, const char *path, char *err, size_t errlen
 /* The entry for a username (case-insensitive, trailing spaces ignored), or NULL. */
 const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login);
 void gw_creds_fini(struct gw_creds *c); /* accepts a zeroed struct */
+/* 1 when `given` (a Login Request's password, trailing spaces trimmed) is
+ * c's password, without regard to case (SoupBinTCP); compared in constant
+ * time, every byte whatever differs first. c NULL (no such login): 0, after
+ * the same comparison. */
+int gw_cred_password_ok(const struct gw_cred *c, const char *given);
 
 #endif

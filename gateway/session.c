@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -241,7 +240,11 @@ static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 		return;
 	}
 	l = gw_login_find(&g->logins, (const uint8_t *)req.username, strlen(req.username));
-	if (!l || l->revoked || strcasecmp(l->cred.password, req.password) != 0) {
+	/* the comparison runs for an unknown login too: its time tells
+	 * nothing of which logins exist */
+	if (!gw_cred_password_ok(l ? &l->cred : NULL, req.password) || l->revoked) {
+		log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: login %s not authorized%s",
+				s->peer, req.username, !l ? " (no such login)" : "");
 		login_reject(s, SOUP_REJECT_NOT_AUTHORIZED);
 		return;
 	}

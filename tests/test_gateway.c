@@ -44,6 +44,33 @@ START_TEST(cred_valid)
 }
 END_TEST
 
+/* The password check: case-insensitive as SoupBinTCP compares, the whole
+ * password (no prefix, nothing longer), nothing for no login. */
+START_TEST(cred_password_check)
+{
+	struct gw_cred c;
+	char err[256];
+
+	ck_assert_int_eq(gw_cred_parse("tradr1", "PassW0rd FRMA", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rd"), 1);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "passw0rd"), 1);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PASSW0RD"), 1);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0r"), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rdX"), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rd\x01"), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW1rd"), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, ""), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rd123"), 0); /* 11: too long */
+	ck_assert_int_eq(gw_cred_password_ok(NULL, ""), 0);
+	ck_assert_int_eq(gw_cred_password_ok(NULL, "PassW0rd"), 0);
+	/* '@' and '[' sit beside 'A' and 'Z': not letters, not folded */
+	ck_assert_int_eq(gw_cred_parse("tradr2", "AZ FRMA", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "az"), 1);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "`z"), 0);
+	ck_assert_int_eq(gw_cred_password_ok(&c, "a{"), 0);
+}
+END_TEST
+
 static const struct {
 	const char *login, *value;
 } bad_creds[] = {
@@ -1520,6 +1547,7 @@ static Suite *gateway_suite(void)
 	TCase *tl = tcase_create("loopback");
 
 	tcase_add_test(tc, cred_valid);
+	tcase_add_test(tc, cred_password_check);
 	tcase_add_loop_test(tc, cred_invalid, 0, (int)(sizeof(bad_creds) / sizeof(bad_creds[0])));
 	tcase_add_test(tc, creds_file);
 	tcase_add_test(tc, default_session);
