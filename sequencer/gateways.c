@@ -376,24 +376,22 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* Raises the next expected number of the gateway that sent the command in
  * journalled event data. Returns 0, or -1 for an event not understood. */
-int seq_gw_note(struct sequencer *s, const uint8_t *data, size_t len)
+int seq_gw_note(struct sequencer *s, const struct tape_event_view *v)
 {
-	struct tape_event_view v;
 	struct mold_session sess;
 	char origin[MOLD_SESSION_LEN + 1];
 	struct seq_gw *g;
 	int bad_name = 0;
 
-	if (tape_event_peek(data, len, &v) < 0)
-		return -1;
-	if (v.body != TAPE_BODY_COMMAND || v.origin_len == 0 || v.origin_len > MOLD_SESSION_LEN)
+	if (v->body != TAPE_BODY_COMMAND || v->origin_len == 0 ||
+	    v->origin_len > MOLD_SESSION_LEN)
 		return 0;
-	memcpy(origin, v.origin, v.origin_len);
-	origin[v.origin_len] = '\0';
+	memcpy(origin, v->origin, v->origin_len);
+	origin[v->origin_len] = '\0';
 	if (mold_session_set(&sess, origin) < 0 || !(g = gw_get(s, &sess, &bad_name)))
 		return -1;
-	if (v.origin_seq + 1 > g->next)
-		g->next = v.origin_seq + 1;
+	if (v->origin_seq + 1 > g->next)
+		g->next = v->origin_seq + 1;
 	return 0;
 }
 
@@ -433,12 +431,14 @@ int seq_gw_rebuild(struct sequencer *s, int reset)
 
 		if (term > s->term)
 			s->term = term;
-		if (tape_event_peek(data, len, &v) == 0) {
-			if (seq == journal_first_seq(s->journal))
-				seq_day_first(s, &v); /* earlier days may have left */
-			seq_day_note(s, seq, &v);
+		if (tape_event_peek(data, len, &v) < 0) {
+			bad++;
+			continue;
 		}
-		if (seq_gw_note(s, data, len) < 0)
+		if (seq == journal_first_seq(s->journal))
+			seq_day_first(s, &v); /* earlier days may have left */
+		seq_day_note(s, seq, &v);
+		if (seq_gw_note(s, &v) < 0)
 			bad++;
 	}
 	journal_iter_close(it);

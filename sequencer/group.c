@@ -190,8 +190,8 @@ static int io_append(void *ctx, uint64_t seq, uint64_t term, const void *data, s
 	s->journal_dirty = 1;
 	if (peeked)
 		seq_day_note(s, seq, &v);
-	if (s->state != SEQ_PRIMARY) /* replicated: the primary's command numbers */
-		seq_gw_note(s, data, len);
+	if (peeked && s->state != SEQ_PRIMARY) /* replicated: the primary's command numbers */
+		seq_gw_note(s, &v);
 	return 0;
 }
 

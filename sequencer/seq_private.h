@@ -211,8 +211,9 @@ void seq_tape_publish(struct sequencer *s, uint64_t from, uint64_t to);
  * timer. */
 void seq_gw_start(struct sequencer *s);
 /* Raises the next expected number of the gateway that sent the command in
- * journalled event data. Returns 0, or -1 for an event not understood. */
-int seq_gw_note(struct sequencer *s, const uint8_t *data, size_t len);
+ * a journalled event (peeked once by the caller, who also notes its day).
+ * Returns 0, or -1 for an origin not understood. */
+int seq_gw_note(struct sequencer *s, const struct tape_event_view *v);
 /* Rebuilds the gateways' next expected numbers (from scratch with reset:
  * after a cut) and the last term from the journal; restarts their streams
  * there. Returns 0 or a negative errno. */
