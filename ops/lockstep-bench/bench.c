@@ -1,4 +1,4 @@
-/* lockstep-bench: the helpers every mode uses: the stop flag its signal
+/* lockstep-bench: the helpers every mode uses: the stop flags its signal
  * handler sets, list splitting, a bound UDP socket, and the batch loops of
  * the relay, the echo and the sequencer's feeder. */
 #include <errno.h>
@@ -8,11 +8,14 @@
 #include "bench.h"
 
 volatile sig_atomic_t bench_interrupted;
+volatile sig_atomic_t bench_load_ended;
 
 void bench_on_signal(int sig)
 {
-	(void)sig;
-	bench_interrupted = 1;
+	if (sig == SIGUSR1)
+		bench_load_ended = 1;
+	else
+		bench_interrupted = 1;
 }
 
 int bench_split(char *text, char **out, unsigned max)

@@ -56,6 +56,7 @@ extern struct bench_options opt;
 /* ---- bench.c: helpers of every mode ------------------------------------------ */
 
 extern volatile sig_atomic_t bench_interrupted; /* SIGINT or SIGTERM */
+extern volatile sig_atomic_t bench_load_ended;  /* SIGUSR1: send no more, drain */
 void bench_on_signal(int sig);
 /* Splits a comma-separated list in place; the number of items (at most max). */
 int bench_split(char *text, char **out, unsigned max);

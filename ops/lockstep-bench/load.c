@@ -241,7 +241,8 @@ static uint64_t load_poll(struct load *l, struct pollfd *pf, int64_t wait_ns)
 
 /* The run: sending while the load lasts, then draining (every order
  * answered and every match seen from both sides, or --timeout after the
- * last order, or a second after an interrupt). The losses are sampled
+ * last order, or a second after an interrupt; SIGUSR1 ends the sending as
+ * the end of --duration would). The losses are sampled
  * before the first order is planned: their control calls delay nothing. */
 static void load_loop(struct load *l)
 {
@@ -257,7 +258,7 @@ static void load_loop(struct load *l)
 	if (opt.warmup <= 0)
 		load_sample_start(l);
 	for (;;) {
-		int sending = !bench_interrupted && !l->aborted &&
+		int sending = !bench_interrupted && !bench_load_ended && !l->aborted &&
 			      (l->total ? l->sent < l->total : l->now < l->stop_sending);
 		int64_t wait_ns = 100000000;
 		uint64_t in_flight;
@@ -306,7 +307,8 @@ static int load_finish(struct load *l)
 	if (f.in_flight || counts.undecodable || l->aborted)
 		rc = 1;
 	for (unsigned i = 0; i < n_sessions; i++)
-		if (sessions[i].n_tok >= sessions[i].cap_tok && !bench_interrupted && l->total == 0)
+		if (sessions[i].n_tok >= sessions[i].cap_tok && !bench_interrupted &&
+		    !bench_load_ended && l->total == 0)
 			fprintf(stderr, PROG ": session %u ran out of tokens (%u): the run was cut short\n",
 				i, sessions[i].cap_tok);
 	return rc;
@@ -324,6 +326,7 @@ int load_run(void)
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	signal(SIGINT, bench_on_signal);
 	signal(SIGTERM, bench_on_signal);
+	signal(SIGUSR1, bench_on_signal);
 	load_loop(&l);
 	return load_finish(&l);
 }
