@@ -149,6 +149,8 @@ enum {
 	OUCH_REJ_INVALID_TOKEN = 'x', /* empty (all spaces) or unprintable */
 	OUCH_REJ_INVALID_ISO = 'y', /* neither Y nor N */
 	OUCH_REJ_POST_ONLY_WOULD_TAKE = 'p',
+	OUCH_REJ_OPEN_QUOTA = 'q', /* the user's or firm's max_open resting orders */
+	OUCH_REJ_CREDIT = 'r', /* the user's or firm's credit (open notional) */
 };
 /* Canceled reasons (OUCH 4.2). */
 enum {

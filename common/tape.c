@@ -161,6 +161,7 @@ int tape_event_peek(const uint8_t *buf, size_t len, struct tape_event_view *out)
 		case TAPE_BODY_COMMAND:
 		case TAPE_BODY_TERM_START:
 		case TAPE_BODY_DAY:
+		case TAPE_BODY_ADMIN:
 			if (wire != TAPE_WIRE_LEN)
 				return -EPROTO;
 			v.body = (enum tape_body)field;

@@ -29,6 +29,7 @@ enum tape_body {
 	TAPE_BODY_COMMAND = 10,
 	TAPE_BODY_TERM_START = 11,
 	TAPE_BODY_DAY = 12,
+	TAPE_BODY_ADMIN = 13,
 };
 
 struct tape_event_view {
@@ -38,8 +39,9 @@ struct tape_event_view {
 	enum tape_body body;
 	/* The body's bytes, into the buffer: a packed Command when body is
 	 * TAPE_BODY_COMMAND, a packed TermStart for TAPE_BODY_TERM_START, a
-	 * packed DayEvent for TAPE_BODY_DAY (unpack those two with protobuf-c
-	 * or tape_day_peek: those paths are rare); NULL/0 for none. */
+	 * packed DayEvent for TAPE_BODY_DAY, a packed Admin for TAPE_BODY_ADMIN
+	 * (unpack those with protobuf-c, or a DayEvent with tape_day_peek: those
+	 * paths are rare); NULL/0 for none. */
 	const uint8_t *body_data;
 	size_t body_len;
 };

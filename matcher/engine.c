@@ -755,4 +755,5 @@ void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOL
 	out[1] = (struct engine_pool){ "tokens", e->n_tokens, e->max_tokens };
 	out[2] = (struct engine_pool){ "levels", e->levels_used, e->level_cap };
 	out[3] = (struct engine_pool){ "users", e->n_users, e->max_users };
+	out[4] = (struct engine_pool){ "firms", 0, 0 }; /* the firm table: to come (issue 17) */
 }

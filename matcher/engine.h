@@ -94,6 +94,36 @@
  *    END of a day other than the current one or while closed, changes
  *    nothing but day_ignored. Day, base and open/closed are in the state
  *    hash (once they differ from day 1, base 1, open) and the snapshot.
+ *  - Pre-trade risk (ENGINE_ADMIN and engine_config.risk; common/risk.h):
+ *    limits per firm (the login's firm of the command) and per user (the
+ *    login), each limit looked up field by field: the tape's (ENGINE_ADMIN
+ *    LIMITS) for that name, else the configuration's for that name, else
+ *    the tape's for "*", else the configuration's for "*", else none. An
+ *    Enter passes the user's limits and then the firm's, in this order,
+ *    after the checks above and before pools and post-only:
+ *      kill switch of the user or firm      'a' (OUCH_REJ_REJECT_ALL)
+ *      max_qty (shares)                      'm' (EXCEEDED_SHARES_LIMIT)
+ *      max_notional (price x shares)         'n' (EXCEEDED_DOLLAR_LIMIT)
+ *      collar (bp from the reference price)  'X' (INVALID_PRICE)
+ *      max_open (resting orders at once)     'q' (OUCH_REJ_OPEN_QUOTA)
+ *      credit (resting notional + this)      'r' (OUCH_REJ_CREDIT)
+ *    A market order's notional is taken at the reference price (none known:
+ *    0) and it is never collared. The reference price of a symbol is the
+ *    configuration's (engine_config.risk REFERENCE entries), then the last
+ *    execution's price, or ENGINE_ADMIN REFERENCE's; none known: no collar.
+ *    A Replace is checked as an Enter of its new shares and price (its own
+ *    order not counted against max_open and credit); one that fails is
+ *    Rejected under its replacement token with the reason and the existing
+ *    order stays as it was. Open notional is open shares x price of the
+ *    resting orders, per user and per firm; executions and cancels release
+ *    it. KILL of a firm or user (or LIFT) sets (clears) its kill switch;
+ *    with cancel, every open order of that firm or user is Canceled with
+ *    reason 'S' (supervisory), in the order they were entered. Cancel and
+ *    Modify still work under a kill switch (they only lower risk). Limits,
+ *    kill switches and reference prices set by the tape are in the state
+ *    hash and the snapshot; the configuration's are hashed too (so that a
+ *    replica configured otherwise is outvoted at the next checkpoint) but
+ *    not snapshotted: a restarted replica takes its configuration's.
  */
 #ifndef LOCKSTEP_ENGINE_H
 #define LOCKSTEP_ENGINE_H
@@ -102,6 +132,7 @@
 #include <stdint.h>
 
 #include "ouch.h"
+#include "risk.h"
 
 struct engine;
 
@@ -113,6 +144,12 @@ struct engine_config {
 	uint32_t max_tokens; /* tokens remembered, live and dead, > max_orders, e.g. 1 << 22 */
 	uint32_t max_levels; /* price levels per side per symbol, e.g. 1024 */
 	uint32_t max_users; /* distinct logins; 0 means 65536 */
+	uint32_t max_firms; /* distinct firms (of logins and of limits); 0 means 4096 */
+	/* The configuration's risk entries (LIMITS of FIRM or USER, REFERENCE
+	 * of SYMBOL; cancel and KILL/LIFT are not taken here), applied at
+	 * create as the base layer (see Pre-trade risk above); copied. */
+	const struct engine_admin_cmd *risk;
+	size_t n_risk;
 	/* Order reference and match numbers start at partition << 48 (plus 1),
 	 * so that no two partitions hand out the same one. */
 	uint32_t partition;
@@ -125,6 +162,29 @@ enum engine_cmd_kind {
 	ENGINE_MODIFY,
 	ENGINE_CANCEL_ALL, /* logout / disconnect with cancel-on-disconnect */
 	ENGINE_DAY, /* a DayEvent of the tape: u.day; user and firm unused */
+	ENGINE_ADMIN, /* an Admin of the tape: u.admin; user and firm unused */
+};
+
+/* Admin's kinds and scopes, numbered as lockstep.proto's Admin. */
+enum engine_admin_kind {
+	ENGINE_ADMIN_LIMITS = 1,
+	ENGINE_ADMIN_KILL = 2,
+	ENGINE_ADMIN_LIFT = 3,
+	ENGINE_ADMIN_REFERENCE = 4,
+};
+enum engine_scope { ENGINE_SCOPE_FIRM = 1, ENGINE_SCOPE_USER = 2, ENGINE_SCOPE_SYMBOL = 3 };
+
+/* An operator's risk command. A kind, scope or name the engine does not
+ * take (a symbol not traded here, a LIMITS of a SYMBOL, "*" for a kill
+ * switch or a reference, a firm or user table full) changes nothing but
+ * admin_ignored. */
+struct engine_admin_cmd {
+	uint32_t kind; /* enum engine_admin_kind */
+	uint32_t scope; /* enum engine_scope */
+	char name[9]; /* firm (<= 4), user (<= 6), symbol (<= 8) or "*", NUL-terminated */
+	int cancel; /* KILL: also cancel every open order of the firm or user */
+	struct risk_limits limits; /* LIMITS: the fields given replace the tape's for name */
+	uint32_t price; /* REFERENCE */
 };
 
 /* The DayEvent's kinds, numbered as lockstep.proto's DayEvent.Kind. */
@@ -145,6 +205,7 @@ struct engine_cmd {
 		struct ouch_cancel_order cancel;
 		struct ouch_modify_order modify;
 		struct engine_day_cmd day;
+		struct engine_admin_cmd admin;
 	} u;
 };
 
@@ -197,6 +258,16 @@ struct engine_stats {
 	uint64_t day_ignored; /* DayEvents out of order or of another kind: ignored */
 	uint64_t closed_cancels; /* Canceled 'E' at an end of day */
 	uint64_t closed_rejects; /* Rejected 'C' while closed */
+	uint64_t admin_events; /* ENGINE_ADMIN applied */
+	uint64_t admin_ignored; /* ENGINE_ADMIN that changed nothing (see engine_admin_cmd) */
+	uint64_t risk_rejects; /* Rejected for a risk limit or a kill switch (all below) */
+	uint64_t risk_killed; /* 'a' */
+	uint64_t risk_qty; /* 'm' */
+	uint64_t risk_notional; /* 'n' */
+	uint64_t risk_collar; /* 'X' for the collar */
+	uint64_t risk_open; /* 'q' */
+	uint64_t risk_credit; /* 'r' */
+	uint64_t kill_cancels; /* Canceled 'S' by a kill switch */
 };
 
 void engine_get_stats(const struct engine *e, struct engine_stats *out);
@@ -213,10 +284,22 @@ void engine_get_day(const struct engine *e, struct engine_day *out);
 
 /* How full each pool is: in use, and the size the config gave. */
 struct engine_pool {
-	const char *name; /* "orders", "tokens", "levels", "users" */
+	const char *name; /* "orders", "tokens", "levels", "users", "firms" */
 	uint64_t used, size;
 };
-enum { ENGINE_POOLS = 4 };
+enum { ENGINE_POOLS = 5 };
+
+/* Risk as the engine sees it now, for STATUS and tests: the effective
+ * limits of a firm or user (every field set: 0 is none), whether its kill
+ * switch is on, and its open orders and open notional. -ENOENT for a name
+ * never seen (its limits are then the "*" ones, nothing open). */
+struct engine_risk_view {
+	struct risk_limits limits;
+	int killed;
+	uint64_t open_orders, open_notional;
+};
+int engine_get_risk(const struct engine *e, uint32_t scope, const char *name,
+		    struct engine_risk_view *out);
 void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOLS]);
 
 /* Checks the book's invariants and recomputes the state hash from scratch:
