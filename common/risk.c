@@ -101,8 +101,22 @@ static int value_parse(uint32_t bit, const char *v, size_t n, struct risk_limits
 	return 0;
 }
 
+/* A word of the input as an error may quote it: at most 40 characters,
+ * each unprintable one as '?'. */
+static void quote_word(char out[48], const char *w, size_t n)
+{
+	size_t k = n < 40 ? n : 40;
+
+	for (size_t i = 0; i < k; i++)
+		out[i] = w[i] > ' ' && w[i] <= '~' ? w[i] : '?';
+	if (n > k)
+		memcpy(out + k, "...", 3), k += 3;
+	out[k] = '\0';
+}
+
 int risk_limits_parse(const char *text, struct risk_limits *out, char *err, size_t errlen)
 {
+	char q[48];
 	struct risk_limits l = { 0 };
 	const char *p = text;
 
@@ -123,11 +137,12 @@ int risk_limits_parse(const char *text, struct risk_limits *out, char *err, size
 			if (strlen(risk_keys[k].name) == (size_t)(eq - w) &&
 			    !memcmp(w, risk_keys[k].name, (size_t)(eq - w)))
 				break;
+		quote_word(q, w, n);
 		if (!eq || k == sizeof(risk_keys) / sizeof(risk_keys[0])) {
 			snprintf(err, errlen,
-				 "\"%.*s\": not a limit (max_qty=, max_notional=, collar=, "
+				 "\"%s\": not a limit (max_qty=, max_notional=, collar=, "
 				 "max_open=, credit=)",
-				 (int)n, w);
+				 q);
 			return -EINVAL;
 		}
 		if (l.set & risk_keys[k].bit) {
@@ -135,8 +150,8 @@ int risk_limits_parse(const char *text, struct risk_limits *out, char *err, size
 			return -EINVAL;
 		}
 		if (value_parse(risk_keys[k].bit, eq + 1, (size_t)(w + n - eq - 1), &l) < 0) {
-			snprintf(err, errlen, "\"%.*s\": %s wants %s, or none", (int)n, w,
-				 risk_keys[k].name, risk_keys[k].what);
+			snprintf(err, errlen, "\"%s\": %s wants %s, or none", q, risk_keys[k].name,
+				 risk_keys[k].what);
 			return -EINVAL;
 		}
 	}

@@ -4,9 +4,11 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "config.h"
 #include "matcher_private.h"
+#include "risk_admin.h"
 
 #define OFF(f) offsetof(struct matcher_config, f)
 #define STR_(x) #x
@@ -32,6 +34,11 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "symbols", CONFIG_STRING, OFF(symbols), 512,
 	  "AAPL MSFT AMZN GOOG META NVDA TSLA INTC", 0, 0, NULL,
 	  "the symbols this partition trades, separated by spaces" },
+	{ "matcher", "risk_file", CONFIG_STRING, OFF(risk_file), 256, "", 0, 0, NULL,
+	  "pre-trade limits per firm and per user and reference prices, one a line: "
+	  "firm NAME LIMIT..., user NAME LIMIT..., reference SYMBOL PRICE (read at start; "
+	  "every replica of a partition holds the same; change them at run time with "
+	  "lockstepctl risk, through the tape)" },
 	{ "matcher", "max_shares", CONFIG_UINT, OFF(max_shares), 0, "1000000", 1, 4294967295.0,
 	  NULL, "largest order size; larger orders are rejected" },
 	{ "matcher", "max_orders", CONFIG_UINT, OFF(max_orders), 0, "1048576", 16, 1 << 28, NULL,
@@ -106,6 +113,9 @@ const struct config_spec matcher_config_spec = { .keys = matcher_keys };
 int matcher_config_check(const void *config, char *err, size_t errlen)
 {
 	const struct matcher_config *cfg = config;
+	struct engine_admin_cmd *risk;
+	size_t n;
+	int r;
 
 	if (cfg->max_tokens <= cfg->max_orders) {
 		snprintf(err, errlen,
@@ -115,5 +125,10 @@ int matcher_config_check(const void *config, char *err, size_t errlen)
 			 cfg->max_tokens, cfg->max_orders);
 		return -EINVAL;
 	}
+	/* the risk file reads (risk.h): --check-config catches a bad one */
+	if ((r = risk_file_load(cfg->risk_file, &risk, &n, err, errlen)) < 0)
+		return r;
+	free(risk);
 	return 0;
 }
+

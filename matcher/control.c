@@ -47,6 +47,9 @@ static const struct counter_def extra_defs[] = {
 	GAUGE(tokens), COUNTER(tokens_forgotten), GAUGE(flow_cost_per_event), GAUGE(flow_window),
 	GAUGE(snapshot_stall_us), COUNTER(tape_unbelievable), COUNTER(day_events),
 	COUNTER(day_events_ignored), COUNTER(closed_cancels), COUNTER(closed_rejects),
+	COUNTER(admin_events), COUNTER(admin_ignored), COUNTER(risk_rejects), COUNTER(risk_killed),
+	COUNTER(risk_qty), COUNTER(risk_notional), COUNTER(risk_collar), COUNTER(risk_open),
+	COUNTER(risk_credit), COUNTER(kill_cancels),
 };
 
 /* STATUS's pools: the engine's. */
@@ -108,7 +111,9 @@ static void matcher_stats(void *self, struct counters *out)
 		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
 		es.tokens, es.tokens_forgotten, m->flow_cost.per_event, matcher_flow_window(m),
 		m->snap_stall_ns / 1000, rs.unbelievable, es.day_events, es.day_ignored,
-		es.closed_cancels, es.closed_rejects,
+		es.closed_cancels, es.closed_rejects, es.admin_events, es.admin_ignored,
+		es.risk_rejects, es.risk_killed, es.risk_qty, es.risk_notional, es.risk_collar,
+		es.risk_open, es.risk_credit, es.kill_cancels,
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));

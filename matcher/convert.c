@@ -4,6 +4,7 @@
 
 #include "command.h"
 #include "convert.h"
+#include "risk_admin.h"
 
 static int copy_str(char *dst, size_t cap, const char *src)
 {
@@ -94,6 +95,9 @@ enum convert_result convert_event(const struct tape_event_view *v, uint64_t part
 		cmd->u.day.day = day;
 		return CONVERT_APPLY;
 	}
+	if (v->body == TAPE_BODY_ADMIN)
+		return risk_admin_decode(v->body_data, v->body_len, cmd) < 0 ? CONVERT_SKIP
+									      : CONVERT_APPLY;
 	if (v->body != TAPE_BODY_COMMAND)
 		return CONVERT_TIME;
 	if (command_decode(v->body_data, v->body_len, cmd, &part) < 0)

@@ -10,6 +10,9 @@
  *    command, whatever the partition (every partition's market opens and
  *    closes); one that does not decode is skipped, one of another kind
  *    advances tape time;
+ *  - an Admin (an operator's risk command): engine_apply() of an
+ *    ENGINE_ADMIN command, whatever the partition (limits are a firm's or
+ *    a user's everywhere); one that does not decode is skipped;
  *  - another body (TermStart, none): tape time advances
  *    (engine_advance_time);
  *  - a Command that does not unpack or convert: skipped, as above;

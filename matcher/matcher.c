@@ -20,6 +20,7 @@
 #include "log.h"
 #include "matcher.h"
 #include "matcher_private.h"
+#include "risk_admin.h"
 #include "moldudp64.h"
 #include "net.h"
 #include "rx.h"
@@ -71,6 +72,28 @@ static void apply_day(struct matcher *m, uint64_t seq, uint64_t tape_ns,
 		m->day_snapshot = 1;
 }
 
+/* An operator's risk command (rare), applied, and what it did logged. */
+static void apply_admin(struct matcher *m, uint64_t seq, uint64_t tape_ns,
+			const struct engine_cmd *cmd)
+{
+	struct engine_stats before, after;
+	char what[200];
+
+	engine_get_stats(m->engine, &before);
+	engine_apply(m->engine, seq, tape_ns, cmd, matcher_exec_emit, m);
+	m->st.events_applied++;
+	engine_get_stats(m->engine, &after);
+	risk_admin_describe(&cmd->u.admin, what, sizeof(what));
+	if (after.admin_ignored != before.admin_ignored)
+		log_warn("tape seq %llu: risk: %s: ignored", (unsigned long long)seq, what);
+	else if (cmd->u.admin.kind == ENGINE_ADMIN_KILL && cmd->u.admin.cancel)
+		log_notice("tape seq %llu: risk: %s: %llu canceled (reason S)",
+			   (unsigned long long)seq, what,
+			   (unsigned long long)(after.kill_cancels - before.kill_cancels));
+	else
+		log_notice("tape seq %llu: risk: %s", (unsigned long long)seq, what);
+}
+
 /* Applies the event at m->next_seq. Returns 0, -EAGAIN when it is not
  * committed yet (the caller stops and waits for the commit position), or
  * -ESTALE when its term cannot follow the last one (tape_term_fenced: a
@@ -120,6 +143,10 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 	}
 	if (cmd.kind == ENGINE_DAY) {
 		apply_day(m, seq, v.timestamp, &cmd);
+		return 0;
+	}
+	if (cmd.kind == ENGINE_ADMIN) {
+		apply_admin(m, seq, v.timestamp, &cmd);
 		return 0;
 	}
 	engine_apply(m->engine, seq, v.timestamp, &cmd, matcher_exec_emit, m);
@@ -605,11 +632,12 @@ static int open_tape_rx(struct matcher *m)
 	return 0;
 }
 
-/* The engine with [matcher] symbols and limits (ec), loaded from the newest
- * usable snapshot if there is one. */
+/* The engine with [matcher] symbols, limits and risk file (ec), loaded from
+ * the newest usable snapshot if there is one. */
 static int open_engine(struct matcher *m, struct engine_config *ec)
 {
 	const struct matcher_config *cfg = m->cfg;
+	struct engine_admin_cmd *risk = NULL;
 	char why[256];
 	int err;
 
@@ -625,11 +653,21 @@ static int open_engine(struct matcher *m, struct engine_config *ec)
 			CONVERT_MAX_SYMBOLS);
 		return err;
 	}
-	if ((err = engine_create(&m->engine, ec)) < 0) {
-		log_err("engine: %s", strerror(-err));
+	if ((err = risk_file_load(cfg->risk_file, &risk, &ec->n_risk, why, sizeof(why))) < 0) {
+		log_err("[matcher] risk_file: %s", why);
 		return err;
 	}
-	return matcher_snapshot_load_newest(m, ec);
+	ec->risk = risk;
+	if (ec->n_risk)
+		log_notice("risk: %zu entries from %s", ec->n_risk, cfg->risk_file);
+	if ((err = engine_create(&m->engine, ec)) < 0)
+		log_err("engine: %s", strerror(-err));
+	else
+		err = matcher_snapshot_load_newest(m, ec);
+	free(risk); /* the engine keeps a copy */
+	ec->risk = NULL;
+	ec->n_risk = 0;
+	return err;
 }
 
 /* The exec ring and the datagram batches. */

@@ -18,6 +18,7 @@ struct matcher_config {
 	char exec_group[64], exec_retrans[64];
 	uint64_t partition;
 	char symbols[512];
+	char risk_file[256]; /* pre-trade limits and reference prices (risk.h), "": none */
 	uint64_t max_shares, max_orders, max_tokens, max_levels;
 	uint64_t ring; /* exec blocks kept for retransmission */
 	uint64_t rcvbuf, sndbuf;

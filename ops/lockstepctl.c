@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "ctl.h"
+#include "ctl_admin.h"
 #include "keygen.h"
 
 enum { EXIT_USAGE = 2, EXIT_CONNECT = 3 };
@@ -35,8 +36,10 @@ static void usage(FILE *out)
 	      "  end-of-day        the primary sequencer closes the market: END_OF_DAY on\n"
 	      "                    the tape (resting orders canceled, new ones rejected)\n"
 	      "  start-of-day      the primary sequencer opens the next trading day: its\n"
-	      "                    START_OF_DAY begins a new tape session at sequence 1\n"
-	      "  snapshot          a matcher writes a snapshot now\n"
+	      "                    START_OF_DAY begins a new tape session at sequence 1\n",
+	      out);
+	ctl_admin_usage(out);
+	fputs("  snapshot          a matcher writes a snapshot now\n"
 	      "  loglevel LEVEL    err, warning, notice, info or debug\n"
 	      "  reload            re-read what can change at run time (as SIGHUP)\n"
 	      "\n"
@@ -47,6 +50,8 @@ static void usage(FILE *out)
 	      "  -j, --json          print JSON (one object), errors included\n"
 	      "  -p, --prometheus    stats in Prometheus' text format\n"
 	      "  -t, --timeout MS    give up after MS milliseconds (default 2000)\n"
+	      "      --cancel        kill-switch: cancel the open orders too\n"
+	      "      --lift          kill-switch: lift it\n"
 	      "  -h, --help          this text\n"
 	      "\n",
 	      out);
@@ -375,6 +380,7 @@ static int wait_step_down(const char *sock, const Lockstep__ControlReply *asked,
 struct ctl_args {
 	const char *sock;
 	int json, prom, timeout;
+	int admin_flags; /* kill-switch's --cancel, --lift: CTL_ADMIN_* */
 };
 
 /* Options into a; returns -1 to go on, or the exit status. */
@@ -387,6 +393,8 @@ static int parse_options(int argc, char **argv, struct ctl_args *a)
 		{ "prometheus", no_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "cancel", no_argument, NULL, 'C' },
+		{ "lift", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static char node_sock[256];
@@ -421,6 +429,12 @@ static int parse_options(int argc, char **argv, struct ctl_args *a)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'C':
+			a->admin_flags |= CTL_ADMIN_CANCEL;
+			break;
+		case 'L':
+			a->admin_flags |= CTL_ADMIN_LIFT;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -434,8 +448,10 @@ static int parse_options(int argc, char **argv, struct ctl_args *a)
 
 /* The request the command line names (argv[optind] and its argument);
  * -1 after saying why not. */
-static int parse_command(int argc, char **argv, Lockstep__ControlRequest *req)
+static int parse_command(int argc, char **argv, const struct ctl_args *a,
+			 Lockstep__ControlRequest *req)
 {
+	static struct ctl_admin admin;
 	static const struct {
 		const char *name;
 		Lockstep__ControlRequest__Op op;
@@ -451,6 +467,18 @@ static int parse_command(int argc, char **argv, Lockstep__ControlRequest *req)
 		{ "start-of-day", LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY, 0, 0 },
 	};
 	int found = -1, nargs = argc - optind - 1;
+
+	if (ctl_admin_is(argv[optind])) {
+		if (ctl_admin_parse(nargs + 1, argv + optind, a->admin_flags, &admin) < 0)
+			return -1;
+		req->op = LOCKSTEP__CONTROL_REQUEST__OP__ADMIN;
+		req->admin = &admin.admin;
+		return 0;
+	}
+	if (a->admin_flags) {
+		fprintf(stderr, "lockstepctl: --cancel and --lift are kill-switch's\n");
+		return -1;
+	}
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (strcmp(argv[optind], cmds[i].name) == 0)
@@ -521,7 +549,7 @@ int main(int argc, char **argv)
 				: "no command (see --help)");
 		return EXIT_USAGE;
 	}
-	if (parse_command(argc, argv, &req) < 0)
+	if (parse_command(argc, argv, &a, &req) < 0)
 		return EXIT_USAGE;
 	err = ctl_call(a.sock, &req, &reply, a.timeout);
 	if (err < 0) {

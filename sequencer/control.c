@@ -132,7 +132,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(malformed_packets), COUNTER(oversize_commands), COUNTER(gateways_full),
 	COUNTER(commands_not_member),
 	COUNTER(heartbeats_received), COUNTER(tape_packets_sent), COUNTER(tape_heartbeats_sent),
-	COUNTER(time_events), COUNTER(day_events), COUNTER(days_dropped), COUNTER(journal_syncs), GAUGE(journal_durable), COUNTER(disk_full),
+	COUNTER(time_events), COUNTER(day_events), COUNTER(admin_events), COUNTER(days_dropped), COUNTER(journal_syncs), GAUGE(journal_durable), COUNTER(disk_full),
 	COUNTER(commands_disk_full),
 	COUNTER(tape_send_errors), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), GAUGE(journal_bytes),
@@ -242,22 +242,37 @@ static void ctl_step_down(struct sequencer *s, const char *arg, Lockstep__Contro
 	seq_group_done(s, 0);
 }
 
+/* The answer to a request only the primary serves: r and msg, or where the
+ * primary is when this node is not it. */
+static void ctl_primary_reply(struct sequencer *s, int r, char *msg, size_t cap,
+			      Lockstep__ControlReply *reply)
+{
+	if (r == -EAGAIN && s->state != SEQ_PRIMARY && s->primary_id != RAFT_NOBODY) {
+		char a[32];
+
+		net_format_addr(&s->peers[s->primary_id], a, sizeof(a));
+		snprintf(msg, cap, "not the primary: node %d (%s) is", s->primary_id, a);
+	}
+	reply->error = r;
+	reply->message = msg;
+	seq_group_done(s, 0);
+}
+
 /* END_OF_DAY, START_OF_DAY: the primary sequences the day event (day.c);
  * the answer says at which seq, or why not. */
 static void ctl_day(struct sequencer *s, int start, Lockstep__ControlReply *reply)
 {
 	static char msg[160];
-	int r = seq_day_emit(s, start, msg, sizeof(msg));
 
-	if (r == -EAGAIN && s->state != SEQ_PRIMARY && s->primary_id != RAFT_NOBODY) {
-		char a[32];
+	ctl_primary_reply(s, seq_day_emit(s, start, msg, sizeof(msg)), msg, sizeof(msg), reply);
+}
 
-		net_format_addr(&s->peers[s->primary_id], a, sizeof(a));
-		snprintf(msg, sizeof(msg), "not the primary: node %d (%s) is", s->primary_id, a);
-	}
-	reply->error = r;
-	reply->message = msg;
-	seq_group_done(s, 0);
+/* ADMIN: the primary sequences the operator's risk command (admin.c). */
+static void ctl_admin(struct sequencer *s, const Lockstep__Admin *a, Lockstep__ControlReply *reply)
+{
+	static char msg[256];
+
+	ctl_primary_reply(s, seq_admin_emit(s, a, msg, sizeof(msg)), msg, sizeof(msg), reply);
 }
 
 static void seq_status(void *self, Lockstep__ControlReply *reply)
@@ -300,6 +315,9 @@ static int seq_control(void *self, const Lockstep__ControlRequest *req,
 	case LOCKSTEP__CONTROL_REQUEST__OP__END_OF_DAY:
 	case LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY:
 		ctl_day(self, req->op == LOCKSTEP__CONTROL_REQUEST__OP__START_OF_DAY, reply);
+		return 1;
+	case LOCKSTEP__CONTROL_REQUEST__OP__ADMIN:
+		ctl_admin(self, req->admin, reply);
 		return 1;
 	default:
 		return 0;

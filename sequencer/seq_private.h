@@ -264,6 +264,10 @@ void seq_day_wire(const struct sequencer *s, uint64_t index, struct mold_session
  * or open), -EAGAIN (not the primary, or the disk is full), or another
  * negative errno (journal: fatal). What it did goes into msg. */
 int seq_day_emit(struct sequencer *s, int start, char *msg, size_t cap);
+/* The primary sequences an operator's risk command (admin.c) after
+ * checking it: 0, -EINVAL (what is wrong in msg), -EAGAIN (not the
+ * primary, or the disk is full), or another negative errno. */
+int seq_admin_emit(struct sequencer *s, const Lockstep__Admin *a, char *msg, size_t cap);
 /* At the heartbeat tick: the days beyond [sequencer] retention leave the
  * journal once the last START_OF_DAY is committed. */
 void seq_day_retain(struct sequencer *s);

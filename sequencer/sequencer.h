@@ -97,6 +97,7 @@ struct seq_stats {
 	uint64_t tape_heartbeats_sent;
 	uint64_t time_events; /* events of time alone, sequenced on an idle tape */
 	uint64_t day_events; /* end and start of day events this node sequenced */
+	uint64_t admin_events; /* operators' risk commands this node sequenced (admin.c) */
 	uint64_t days_dropped; /* days that left the live journal (retention) */
 	uint64_t journal_syncs; /* fsync = disk: background syncs that moved journal_durable */
 	uint64_t journal_durable; /* fsync = disk: the last seq on this node's disk */

@@ -5,6 +5,7 @@
 
 #include "ouch.h"
 #include "replay.h"
+#include "risk_admin.h"
 
 void event_decode(struct event *e, uint64_t seq, uint64_t term, const uint8_t *data,
 		  size_t len, struct arena *a)
@@ -34,6 +35,9 @@ void event_decode(struct event *e, uint64_t seq, uint64_t term, const uint8_t *d
 	} else if (e->v.body == TAPE_BODY_DAY) {
 		if (tape_day_peek(e->v.body_data, e->v.body_len, &e->day_kind, &e->day_of_event) < 0)
 			e->bad = "the day event does not decode";
+	} else if (e->v.body == TAPE_BODY_ADMIN) {
+		if (risk_admin_decode(e->v.body_data, e->v.body_len, &e->admin) < 0)
+			e->bad = "the risk command does not decode";
 	}
 }
 
@@ -48,6 +52,15 @@ void event_wire(struct event *e, const struct wirepos *w)
 static const char *day_kind_name(enum tape_day_kind k)
 {
 	return k == TAPE_DAY_END ? "END-OF-DAY" : k == TAPE_DAY_START ? "START-OF-DAY" : "DAY-EVENT";
+}
+
+/* " RISK firm FRM1: max_qty=100", " RISK user TRADR1: kill switch, ..." */
+static void print_admin(FILE *f, const struct engine_admin_cmd *a)
+{
+	char what[200];
+
+	risk_admin_describe(a, what, sizeof(what));
+	fprintf(f, " RISK %s", what);
 }
 
 /* "HH:MM:SS.nnnnnnnnn", UTC. */
@@ -195,6 +208,8 @@ void event_print_text(FILE *f, const struct event *e)
 		fprintf(f, " TERM-START %s", e->term_start->node);
 	else if (e->v.body == TAPE_BODY_DAY)
 		fprintf(f, " %s %u", day_kind_name(e->day_kind), e->day_of_event);
+	else if (e->v.body == TAPE_BODY_ADMIN)
+		print_admin(f, &e->admin.u.admin);
 	else if (e->cmd)
 		print_command(f, e->cmd);
 	else
@@ -285,6 +300,27 @@ static void json_command(FILE *f, const Lockstep__Command *c)
 	}
 }
 
+/* The risk command part of a JSON dump line. */
+static void json_admin(FILE *f, const struct engine_admin_cmd *a)
+{
+	static const char *const kinds[] = { "admin", "risk_limits", "kill_switch",
+					     "kill_switch_lift", "reference" };
+	static const char *const scopes[] = { "", "firm", "user", "symbol" };
+	char text[200];
+
+	fprintf(f, ",\"type\":\"%s\"", kinds[a->kind <= 4 ? a->kind : 0]);
+	json_field_str(f, "scope", scopes[a->scope <= 3 ? a->scope : 0]);
+	json_field_str(f, "name", a->name);
+	if (a->kind == ENGINE_ADMIN_KILL)
+		fprintf(f, ",\"cancel\":%s", a->cancel ? "true" : "false");
+	if (a->kind == ENGINE_ADMIN_REFERENCE)
+		fprintf(f, ",\"price\":%u", a->price);
+	if (a->kind == ENGINE_ADMIN_LIMITS) {
+		risk_limits_format(&a->limits, text, sizeof(text));
+		json_field_str(f, "limits", text);
+	}
+}
+
 void event_print_json(FILE *f, const struct event *e)
 {
 	char t[32];
@@ -315,6 +351,8 @@ void event_print_json(FILE *f, const struct event *e)
 			e->day_kind == TAPE_DAY_END ? "end_of_day"
 			: e->day_kind == TAPE_DAY_START ? "start_of_day" : "day_event",
 			e->day_of_event);
+	} else if (e->v.body == TAPE_BODY_ADMIN) {
+		json_admin(f, &e->admin.u.admin);
 	} else if (e->cmd) {
 		json_command(f, e->cmd);
 	} else {

@@ -15,6 +15,7 @@
 #include "exec.h"
 #include "matcher.h"
 #include "replay.h"
+#include "risk_admin.h"
 #include "snapshot.h"
 
 #define MAX_OVERRIDES 64
@@ -282,6 +283,8 @@ int cmd_rebuild(int argc, char **argv)
 	struct rebuild_result x = { 0 };
 	struct engine *eng = NULL;
 	struct engine_config ec;
+	struct engine_admin_cmd *risk;
+	char err[256];
 	struct tapedir t;
 	size_t n_overrides = 0;
 	uint64_t from = 0, to = 0, every = 0, t0;
@@ -328,7 +331,14 @@ int cmd_rebuild(int argc, char **argv)
 	if ((rc = rebuild_range(&t, &from, &to)) != 0)
 		goto out_close;
 	rc = 2;
-	if ((r = engine_create(&eng, &ec)) < 0) {
+	if ((r = risk_file_load(mc.risk_file, &risk, &ec.n_risk, err, sizeof(err))) < 0) {
+		fprintf(stderr, PROG ": [matcher] risk_file: %s\n", err);
+		goto out_close;
+	}
+	ec.risk = risk;
+	r = engine_create(&eng, &ec);
+	free(risk);
+	if (r < 0) {
 		fprintf(stderr, PROG ": engine: %s\n", strerror(-r));
 		goto out_close;
 	}

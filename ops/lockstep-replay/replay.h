@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "arena.h"
+#include "engine.h"
 #include "journal.h"
 #include "lockstep.pb-c.h"
 #include "moldudp64.h"
@@ -135,6 +136,7 @@ struct event {
 	const Lockstep__TermStart *term_start;
 	enum tape_day_kind day_kind; /* body is a DayEvent: its kind and day */
 	uint32_t day_of_event;
+	struct engine_cmd admin; /* body is an Admin: an ENGINE_ADMIN command */
 	/* on the wire (set by the caller; wire_day 0: not shown) */
 	uint32_t wire_day;
 	char session[MOLD_SESSION_LEN + 1];
