@@ -238,6 +238,65 @@ int ouch_decode_outbound(const uint8_t *buf, size_t len, struct ouch_msg *out)
 	return decode(outbound_layouts, 0, buf, len, out);
 }
 
+/* The Rejected reason for an unprintable alpha field at offset `off` of
+ * struct ouch_msg in an inbound message of type `type`. */
+static char bad_field_reason(char type, size_t off)
+{
+#define AT(m) (off == offsetof(struct ouch_msg, m))
+	if (AT(u.enter.token) || (type == OUCH_REPLACE_ORDER && AT(u.replace.replacement_token)))
+		return OUCH_REJ_INVALID_TOKEN;
+	if (type == OUCH_REPLACE_ORDER)
+		return AT(u.replace.display) ? OUCH_REJ_INVALID_DISPLAY : OUCH_REJ_INVALID_ISO;
+	if (type == OUCH_MODIFY_ORDER || AT(u.enter.side))
+		return OUCH_REJ_INVALID_SIDE;
+	if (AT(u.enter.stock))
+		return OUCH_REJ_INVALID_STOCK;
+	if (AT(u.enter.firm))
+		return OUCH_REJ_FIRM_NOT_AUTHORIZED;
+	if (AT(u.enter.display))
+		return OUCH_REJ_INVALID_DISPLAY;
+	if (AT(u.enter.capacity))
+		return OUCH_REJ_INVALID_CAPACITY;
+	if (AT(u.enter.iso))
+		return OUCH_REJ_INVALID_ISO;
+	if (AT(u.enter.cross_type))
+		return OUCH_REJ_CROSS_NOT_ALLOWED;
+	return OUCH_REJ_OTHER; /* customer type */
+#undef AT
+}
+
+int ouch_inbound_bad_field(const uint8_t *buf, size_t len, char *reason,
+			   char token[OUCH_TOKEN_LEN + 1])
+{
+	struct ouch_msg m;
+	int rc = ouch_decode_inbound(buf, len, &m);
+	const struct layout *l;
+	size_t pos = 1, at, n = OUCH_TOKEN_LEN;
+
+	if (rc != OUCH_E_FIELD)
+		return rc == OUCH_OK ? OUCH_E_FIELD : rc;
+	l = find(inbound_layouts, (char)buf[0]);
+	for (unsigned i = 0; i < l->nfields; i++) {
+		const struct field *f = &l->fields[i];
+		unsigned k = 0;
+
+		while (f->kind != F_U32 && k < f->width && printable(buf[pos + k]))
+			k++;
+		if (f->kind != F_U32 && k < f->width) {
+			*reason = bad_field_reason((char)buf[0], f->off);
+			break;
+		}
+		pos += f->width;
+	}
+	at = buf[0] == OUCH_REPLACE_ORDER ? 1 + OUCH_TOKEN_LEN : 1;
+	for (size_t k = 0; k < OUCH_TOKEN_LEN; k++)
+		token[k] = printable(buf[at + k]) ? (char)buf[at + k] : '?';
+	while (n > 0 && token[n - 1] == ' ')
+		n--;
+	token[n] = '\0';
+	return OUCH_OK;
+}
+
 /* --- encoding ------------------------------------------------------------ */
 static void put_be(uint8_t *p, uint64_t v, unsigned width)
 {
@@ -482,6 +541,10 @@ const char *ouch_reject_reason_str(char reason)
 	case OUCH_REJ_INVALID_TOKEN: return "invalid token";
 	case OUCH_REJ_INVALID_ISO: return "invalid intermarket sweep eligibility";
 	case OUCH_REJ_POST_ONLY_WOULD_TAKE: return "post-only order would take liquidity";
+	case OUCH_REJ_OPEN_QUOTA: return "open order quota";
+	case OUCH_REJ_CREDIT: return "credit limit";
+	case OUCH_REJ_THROTTLED: return "message rate exceeded";
+	case OUCH_REJ_TOO_LARGE: return "command too large";
 	}
 	return "unknown";
 }

@@ -151,6 +151,11 @@ enum {
 	OUCH_REJ_POST_ONLY_WOULD_TAKE = 'p',
 	OUCH_REJ_OPEN_QUOTA = 'q', /* the user's or firm's max_open resting orders */
 	OUCH_REJ_CREDIT = 'r', /* the user's or firm's credit (open notional) */
+	/* the gateway's own (lockstep-gateway(8), THE CLIENT EDGE): the
+	 * login's message rate ([gateway] login_rate) with its queue
+	 * (login_queue) full; a command too large for one tape datagram */
+	OUCH_REJ_THROTTLED = 'o',
+	OUCH_REJ_TOO_LARGE = 'z',
 };
 /* Canceled reasons (OUCH 4.2). */
 enum {
@@ -373,6 +378,17 @@ int ouch_encode_outbound(const struct ouch_msg *msg, uint8_t *out, size_t cap);
  * OUCH_REJ_SUB_PENNY_NOT_ALLOWED ('X'). */
 int ouch_validate_enter(const struct ouch_enter_order *o, uint32_t max_shares);
 int ouch_validate_replace(const struct ouch_replace_order *o, uint32_t max_shares);
+/* For an inbound message that ouch_decode_inbound refused with
+ * OUCH_E_FIELD (a known type of the right length, an unprintable byte):
+ * *reason, the Rejected reason fitting its first unprintable field
+ * (OUCH_REJ_INVALID_TOKEN for a token, side 's', stock 'S', firm 'L',
+ * display 'D', capacity 'u', ISO 'y', cross type 'R', customer type 'O'),
+ * and the token an answer names (Enter: its token; Replace: the
+ * replacement token; Cancel, Modify: its token) with each unprintable
+ * byte as '?', trimmed of trailing spaces. OUCH_OK, or the decode error
+ * (anything but OUCH_E_FIELD: no answer fits; outputs untouched). */
+int ouch_inbound_bad_field(const uint8_t *buf, size_t len, char *reason,
+			   char token[OUCH_TOKEN_LEN + 1]);
 /* The tick rule: 1 if price is on the tick: $0.01 (100) at or above $1.00
  * (10000), $0.0001 (1) below. Market price passes. */
 int ouch_price_on_tick(uint32_t price);

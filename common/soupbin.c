@@ -186,6 +186,11 @@ int soup_parser_next(struct soup_parser *p, struct soup_packet *out)
 	return SOUP_OK;
 }
 
+void soup_parser_unread(struct soup_parser *p, const struct soup_packet *pkt)
+{
+	p->start = (size_t)(pkt->payload - p->buf) - SOUP_HEADER_LEN;
+}
+
 /* --- login fields ---------------------------------------------------------- */
 
 static inline int is_alnum(uint8_t c)

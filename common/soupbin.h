@@ -96,6 +96,9 @@ size_t soup_parser_push(struct soup_parser *p, const void *data, size_t n);
 /* SOUP_OK and the next packet; SOUP_E_AGAIN when incomplete; a negative
  * error otherwise. Fixed-size types are length-checked here. */
 int soup_parser_next(struct soup_parser *p, struct soup_packet *out);
+/* Puts back pkt, the packet soup_parser_next() just returned (no feed or
+ * next since): the next call returns it again. */
+void soup_parser_unread(struct soup_parser *p, const struct soup_packet *pkt);
 
 /* Login Request fields, decoded: strings trimmed of padding, NUL-terminated. */
 struct soup_login {

@@ -203,13 +203,19 @@ static void cmd_begin(struct gw *g, uint64_t seq, const struct sockaddr_in *dst)
 	g->cmd.building = 1;
 }
 
+size_t gw_cmd_room(const struct gw *g)
+{
+	return throttle_cmd_room(g->cfg.max_datagram, auth_node_reserve());
+}
+
+/* -EMSGSIZE (nothing done) for a command larger than gw_cmd_room(). */
 int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 {
 	size_t len = lockstep__command__get_packed_size(cmd);
 	uint8_t *p = NULL;
 	int rc;
 
-	if (len + MOLD_HEADER_LEN + 2 > g->cmd.out.size)
+	if (!throttle_cmd_fits(len, gw_cmd_room(g)))
 		return -EMSGSIZE;
 	/* A packet under construction holds new commands only, ending at
 	 * cmd_next - 1 (cmd_emit() sends what it builds at once). */

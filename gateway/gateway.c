@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ctl.h"
 #include "gw_private.h"
 #include "journal.h"
@@ -101,6 +102,13 @@ const struct config_key gw_config_keys[] = {
 	GWD(login_timeout, "5s",
 	    "a connection that has not logged in this long after it connected is closed, "
 	    "whatever it sends meanwhile (login_timeouts)"),
+	GWU(login_rate, "50000", 0, 100000000,
+	    "Enter and Replace Orders a second per login (a token bucket; 0: no limit); past it "
+	    "they wait in a queue, then are Rejected 'o'; Cancels and Modifies are never charged"),
+	GWU(login_burst, "5000", 1, 100000000, "the bucket's depth: orders a login may send at once"),
+	GWU(login_queue, "2048", 0, 1 << 20,
+	    "a login's messages held waiting for its rate; past it Enters and Replaces are "
+	    "Rejected 'o' (throttle_rejected) and a Cancel waits in the socket"),
 	GWU(max_in_flight, "8192", 16, 1 << 20,
 	    "commands in flight (sent, not yet applied by their partition's matcher): at this "
 	    "many the sessions are not read until half have been answered"),
@@ -209,7 +217,8 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(kernel_rcvbuf_errors), COUNTER(unbelievable), COUNTER(local_rejects), COUNTER(tokens_full),
 	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
 	COUNTER(disk_full), COUNTER(day_events), COUNTER(day_implied), COUNTER(login_timeouts),
-	COUNTER(address_refused),
+	COUNTER(address_refused), COUNTER(throttle_delayed), COUNTER(throttle_rejected),
+	COUNTER(malformed_rejects), COUNTER(oversize_rejects),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
@@ -253,6 +262,32 @@ static void gw_status(void *self, Lockstep__ControlReply *reply)
 	gw_pools(g, reply);
 }
 
+/* The logins the throttle held back, by name: the first GW_STATS_LOGINS
+ * of the table (so a reply stays bounded), and how many there are in all
+ * (throttle_logins). */
+static void gw_stats_logins(const struct gw *g, struct counters *out)
+{
+	static char names[2 * GW_STATS_LOGINS][40]; /* "throttle_rejected_" and a login */
+	unsigned k = 0;
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < g->logins.n; i++) {
+		const struct gw_login *l = g->logins.v[i];
+
+		if (!l->throttle_delayed && !l->throttle_rejected)
+			continue;
+		n++;
+		if (k == GW_STATS_LOGINS)
+			continue;
+		snprintf(names[2 * k], sizeof(names[0]), "throttle_delayed_%s", l->cred.login);
+		snprintf(names[2 * k + 1], sizeof(names[0]), "throttle_rejected_%s", l->cred.login);
+		counters_add(out, names[2 * k], l->throttle_delayed, 0);
+		counters_add(out, names[2 * k + 1], l->throttle_rejected, 0);
+		k++;
+	}
+	counters_add(out, "throttle_logins", n, 1);
+}
+
 static void gw_stats_add(void *self, struct counters *out)
 {
 	static char names[GW_MAX_PARTITIONS][24]; /* "exec_next_" and a u32 */
@@ -277,6 +312,7 @@ static void gw_stats_add(void *self, struct counters *out)
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
 		counters_add(out, names[p], g->exec.parts[p].exec.next, 1);
 	}
+	gw_stats_logins(g, out);
 }
 
 /* ---- open and close ------------------------------------------------------ */
@@ -313,12 +349,33 @@ static int check_names(const struct gw *g)
 	return 0;
 }
 
+/* [gateway] max_datagram must hold the largest command an OUCH message
+ * makes, with the authentication trailer (whether or not [node] auth is
+ * on: a cluster may turn it on later). */
+static int check_datagram(const struct gw_config *cfg, char *err, size_t errlen)
+{
+	size_t room = throttle_cmd_room(cfg->max_datagram, AUTH_TRAILER_LEN);
+	size_t need = throttle_max_ouch_command();
+
+	if (throttle_cmd_fits(need, room))
+		return 0;
+	snprintf(err, errlen, "[gateway] max_datagram %" PRIu64 " is too small: the largest "
+		 "OUCH command takes %zu bytes, and a datagram of that size leaves %zu "
+		 "(header, length and authentication trailer: %zu)",
+		 cfg->max_datagram, need, room, (size_t)(MOLD_HEADER_LEN + 2 + AUTH_TRAILER_LEN));
+	return -EINVAL;
+}
+
 /* Every part, from the bottom up: the logins, the routes, the exec
  * streams, the command stream, the tape, the sessions. */
 static int open_parts(struct gw *g)
 {
 	uint64_t pos[GW_N_POS];
+	char err[256];
 	int rc = check_names(g);
+
+	if (rc == 0 && (rc = check_datagram(&g->cfg, err, sizeof(err))) < 0)
+		log_err("%s", err);
 
 	if (rc < 0 || (rc = gw_logins_open(&g->logins, &g->cfg, &g->st)) < 0)
 		return rc;
@@ -432,7 +489,11 @@ void gw_close(struct gw *g)
 static int gw_check(const void *cfg, char *err, size_t errlen)
 {
 	struct gw_routes *r;
-	int rc = gw_routes_open(&r, cfg, err, errlen);
+	int rc = check_datagram(cfg, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = gw_routes_open(&r, cfg, err, errlen);
 
 	if (rc == 0)
 		gw_routes_close(r);

@@ -62,6 +62,9 @@ struct gw_config {
 	uint64_t max_sessions;
 	uint64_t max_sessions_per_address; /* connections from one IPv4 address at once */
 	uint64_t login_timeout; /* a connection not logged in by then is closed */
+	uint64_t login_rate; /* Enter and Replace Orders a second per login (0: no limit) */
+	uint64_t login_burst; /* the token bucket's depth */
+	uint64_t login_queue; /* messages held past the rate before Rejected */
 	uint64_t max_in_flight; /* commands sent and not yet applied by their matcher */
 	uint64_t flow_stall; /* the window may stay full this long without progress */
 	uint64_t max_datagram;

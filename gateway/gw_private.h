@@ -21,12 +21,16 @@
 #include "soupbin.h"
 #include "tape.h"
 #include "tapeday.h"
+#include "throttle.h"
 
 #define GW_IN_BUF 1024 /* client input: any valid inbound packet is < 64 bytes */
 #define GW_MAX_IN_PAYLOAD 512 /* a longer client packet is a protocol error */
 #define GW_READS_PER_EVENT 16 /* packets handled per read wakeup, per session */
 #define GW_CATCHUP_PER_PUMP 4096 /* journal records replayed per loop iteration */
 #define GW_ACK_RING 4096 /* our events seen on the tape, not yet committed */
+#define GW_DRAIN_PER_WAKE 256 /* throttled messages taken per drain wakeup, per session */
+#define GW_DRAIN_MIN 0.0005 /* s: the shortest wait for tokens (a wakeup per ~rate/2000) */
+#define GW_STATS_LOGINS 8 /* logins listed by name in STATS (throttle_*_LOGIN) */
 
 struct gw_stats;
 struct journal;
@@ -92,6 +96,11 @@ struct gw_login {
 	 * day its journal took: one is journalled only when its key is above */
 	uint64_t day_sent;
 	uint64_t prog_mark; /* next_seq when the progress file's positions were taken */
+	/* [gateway] login_rate: its bucket (set at its first login, kept
+	 * across reconnections) and what it held back (session.c) */
+	struct throttle bucket;
+	int bucket_set;
+	uint64_t throttle_delayed, throttle_rejected;
 };
 
 /* The login table (logins.c only). A new journal is passed to opened()
@@ -147,6 +156,13 @@ struct gw_session {
 	uint64_t out_shift;
 	uint64_t gate_seq[GW_GATE], gate_pos[GW_GATE];
 	unsigned gate_head, gate_n;
+	/* [gateway] login_rate: messages waiting for the login's tokens
+	 * (allocated the first time one waits), drained by `drain`; stalled:
+	 * not read because a Cancel found the queue full (it waits in the
+	 * socket rather than be rejected) */
+	struct throttle_queue tq;
+	ev_timer drain;
+	int stalled;
 	uint8_t in[GW_IN_BUF];
 	uint8_t out[]; /* out_cap bytes */
 };
@@ -176,6 +192,11 @@ struct gw_stats {
 	/* the client edge: connections closed for not logging in within
 	 * login_timeout, and refused past max_sessions_per_address */
 	uint64_t login_timeouts, address_refused;
+	/* messages held in a login's throttle queue, and rejected with it
+	 * full (OUCH_REJ_THROTTLED); malformed OUCH answered with a Rejected
+	 * or Cancel Reject (the session stays); commands too large for a
+	 * datagram, rejected (OUCH_REJ_TOO_LARGE) */
+	uint64_t throttle_delayed, throttle_rejected, malformed_rejects, oversize_rejects;
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -429,6 +450,9 @@ int gw_cmd_open(struct gw *g, uint64_t acked);
 void gw_cmd_close(struct gw *g);
 /* Journals and queues one command for this iteration's datagrams. */
 int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd);
+/* The room one command may take in a command datagram (throttle_cmd_room
+ * of [gateway] max_datagram and the authentication trailer). */
+size_t gw_cmd_room(const struct gw *g);
 void gw_cmd_flush(struct gw *g);
 void gw_cmd_tick(struct gw *g, ev_tstamp now);
 /* 1 while a command sent is not yet acknowledged by the tape. */

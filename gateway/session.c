@@ -1,7 +1,17 @@
 /* SoupBinTCP 4.0 server sessions: login, heartbeats both ways, OUCH in (to
  * the command stream, routed to a partition), sequenced data out (live, or
  * replayed from the login's journal), logout and end of session. Output is
- * gathered per session and written once per loop iteration. */
+ * gathered per session and written once per loop iteration.
+ *
+ * The client edge: each login's Enter and Replace Orders take a token of
+ * its bucket ([gateway] login_rate, login_burst); without one a message
+ * waits in the session's queue (login_queue), drained as tokens come on a
+ * timer of its own, and past the queue an Enter or Replace is Rejected
+ * 'o'. Cancels and Modifies take no token and are never rejected: they
+ * keep their place behind what the client sent before, and a full queue
+ * leaves them in the socket (TCP pushes back). A message the codec refuses
+ * for an unprintable field is answered (Rejected, Cancel Reject) and the
+ * session stays; one whose type or length is wrong ends the session. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -11,13 +21,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "ouch.h"
 #include "wire.h"
 
 static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
+/* the throttle's own: a flooding login does not hide the other warnings */
+static struct log_ratelimit throttle_rl = LOG_RATELIMIT_INIT(1, 5);
 
 #define SESS_OF(w, member) ((struct gw_session *)((char *)(w) - offsetof(struct gw_session, member)))
 #define SOUP_MAX_OUT (3 + 8 + OUCH_MAX_LEN) /* one sequenced packet, with room */
@@ -112,6 +123,7 @@ static void session_close(struct gw_session *s, int logout)
 	ev_io_stop(g->loop, &s->rio);
 	ev_io_stop(g->loop, &s->wio);
 	ev_timer_stop(g->loop, &s->timer);
+	ev_timer_stop(g->loop, &s->drain);
 	close(s->fd);
 	s->fd = -1;
 	set_state(s, GW_SESS_DEAD);
@@ -257,6 +269,11 @@ static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 	 * number past the end means "from the next one". */
 	s->send_seq = (req.seq == 0 || req.seq > l->next_seq) ? l->next_seq : req.seq;
 	s->login = l;
+	if (!l->bucket_set) {
+		throttle_init(&l->bucket, (double)g->cfg.login_rate, (double)g->cfg.login_burst,
+			      ev_now(g->loop));
+		l->bucket_set = 1;
+	}
 	gw_login_attach(l, &reader_ops, s);
 	g->st.logins++;
 	set_state(s, GW_SESS_ACTIVE);
@@ -317,22 +334,68 @@ static void put_modify(Lockstep__Command *c, int p, Lockstep__ModifyOrder *o,
 	c->modify = o;
 }
 
-/* The gateway's own Rejected for an Enter Order that no partition can
- * take (the order never reaches the tape). */
-static void reject_enter(struct gw_session *s, const struct ouch_enter_order *e, char reason)
+/* The gateway's own answer m (its timestamp set here, from the loop's
+ * clock), journalled for the login like a matcher's. 0 or -1. */
+static int answer_local(struct gw_session *s, struct ouch_msg *m, uint64_t *timestamp)
 {
 	struct gw *g = s->gw;
-	struct ouch_msg m = { .type = OUCH_REJECTED };
 	uint8_t buf[OUCH_MAX_LEN];
 	int n;
 
-	m.u.rejected.timestamp = wall_ns() % (86400ull * 1000000000ull); /* as a matcher: UTC day */
-	memcpy(m.u.rejected.token, e->token, sizeof(m.u.rejected.token));
+	/* as a matcher: ns of the UTC day */
+	*timestamp = (uint64_t)(ev_now(g->loop) * 1e9) % (86400ull * 1000000000ull);
+	n = ouch_encode_outbound(m, buf, sizeof(buf));
+	if (n <= 0 || gw_login_append(&g->logins, s->login, GW_TAG((uint64_t)GW_TAG_LOCAL, 0), buf,
+				      (size_t)n) < 0)
+		return -1;
+	g->st.local_rejects++;
+	return 0;
+}
+
+/* Rejected (token: NUL-terminated, at most OUCH_TOKEN_LEN) with reason. */
+static void reject_token(struct gw_session *s, const char *token, char reason)
+{
+	struct ouch_msg m = { .type = OUCH_REJECTED };
+
+	snprintf(m.u.rejected.token, sizeof(m.u.rejected.token), "%s", token);
 	m.u.rejected.reason = reason;
-	n = ouch_encode_outbound(&m, buf, sizeof(buf));
-	if (n > 0 && gw_login_append(&g->logins, s->login, GW_TAG((uint64_t)GW_TAG_LOCAL, 0), buf,
-				    (size_t)n) == 0)
-		g->st.local_rejects++;
+	answer_local(s, &m, &m.u.rejected.timestamp);
+}
+
+/* Cancel Reject: the order that token names was not changed. */
+static void cancel_reject(struct gw_session *s, const char *token)
+{
+	struct ouch_msg m = { .type = OUCH_CANCEL_REJECT };
+
+	snprintf(m.u.cancel_reject.token, sizeof(m.u.cancel_reject.token), "%s", token);
+	answer_local(s, &m, &m.u.cancel_reject.timestamp);
+}
+
+/* The gateway refuses inbound message m: an Enter is Rejected, a Replace
+ * Rejected under its replacement token (the order it names is left as it
+ * was: the gateway does not hold it), a Cancel or Modify gets a Cancel
+ * Reject. */
+static void refuse(struct gw_session *s, const struct ouch_msg *m, char reason)
+{
+	switch (m->type) {
+	case OUCH_ENTER_ORDER:
+		reject_token(s, m->u.enter.token, reason);
+		break;
+	case OUCH_REPLACE_ORDER:
+		reject_token(s, m->u.replace.replacement_token, reason);
+		break;
+	case OUCH_CANCEL_ORDER:
+		cancel_reject(s, m->u.cancel.token);
+		break;
+	default:
+		cancel_reject(s, m->u.modify.token);
+		break;
+	}
+}
+
+static void reject_enter(struct gw_session *s, const struct ouch_enter_order *e, char reason)
+{
+	reject_token(s, e->token, reason);
 }
 
 /* The partition of an Enter Order, or -1 when the gateway rejected it. A
@@ -400,91 +463,247 @@ static void remember(struct gw_session *s, const char *token, size_t len, unsign
 	}
 }
 
-/* Decodes one OUCH message, routes it and submits it as a Command. Values
- * are not judged here: the matcher accepts or rejects, on the tape; only an
- * Enter Order that no partition can take (its symbol listed nowhere, or the
- * token table full) is rejected here. */
-static void handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
+/* Routes one decoded OUCH message and submits it as a Command. Values are
+ * not judged here: the matcher accepts or rejects, on the tape; only an
+ * Enter Order that no partition can take (the token table full) and a
+ * command too large for a datagram are refused here. */
+static void submit_ouch(struct gw_session *s, struct ouch_msg *m)
 {
 	Lockstep__Command c = LOCKSTEP__COMMAND__INIT;
 	Lockstep__NewOrder no = LOCKSTEP__NEW_ORDER__INIT;
 	Lockstep__ReplaceOrder ro = LOCKSTEP__REPLACE_ORDER__INIT;
 	Lockstep__CancelOrder co = LOCKSTEP__CANCEL_ORDER__INIT;
 	Lockstep__ModifyOrder mo = LOCKSTEP__MODIFY_ORDER__INIT;
-	struct ouch_msg m;
-	int rc = ouch_decode_inbound(pkt->payload, pkt->len, &m), known = 0;
+	int rc, known = 0;
 
-	if (rc < 0) {
-		s->gw->st.ouch_malformed++;
-		s->gw->st.protocol_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
-				"session %s %s: undecodable OUCH (%s): disconnecting", s->peer,
-				s->login->cred.login, ouch_strerror(rc));
-		session_close(s, 0);
-		return;
-	}
 	c.user = s->login->cred.login;
 	c.firm = s->login->cred.firm;
-	s->gw->st.ouch_in++;
-	switch (m.type) {
+	switch (m->type) {
 	case OUCH_ENTER_ORDER:
-		rc = enter_partition(s, &m.u.enter);
+		rc = enter_partition(s, &m->u.enter);
 		if (rc < 0)
 			return;
 		c.partition = (uint32_t)rc;
-		put_enter(&no, &m.u.enter);
+		put_enter(&no, &m->u.enter);
 		c.body_case = LOCKSTEP__COMMAND__BODY_NEW_ORDER;
 		c.new_order = &no;
 		break;
 	case OUCH_REPLACE_ORDER:
 		/* the replacement token lives where the order does; a replace
 		 * of an unknown order creates no token */
-		rc = token_partition(s, m.u.replace.existing_token,
-				     sizeof(m.u.replace.existing_token));
+		rc = token_partition(s, m->u.replace.existing_token,
+				     sizeof(m->u.replace.existing_token));
 		known = rc >= 0;
 		c.partition = known ? (uint32_t)rc : 0;
-		put_replace(&ro, &m.u.replace);
+		put_replace(&ro, &m->u.replace);
 		c.body_case = LOCKSTEP__COMMAND__BODY_REPLACE;
 		c.replace = &ro;
 		break;
 	case OUCH_CANCEL_ORDER:
-		rc = token_partition(s, m.u.cancel.token, sizeof(m.u.cancel.token));
-		put_cancel(&c, rc, &co, &m.u.cancel);
+		rc = token_partition(s, m->u.cancel.token, sizeof(m->u.cancel.token));
+		put_cancel(&c, rc, &co, &m->u.cancel);
 		break;
 	case OUCH_MODIFY_ORDER:
-		rc = token_partition(s, m.u.modify.token, sizeof(m.u.modify.token));
-		put_modify(&c, rc, &mo, &m.u.modify);
+		rc = token_partition(s, m->u.modify.token, sizeof(m->u.modify.token));
+		put_modify(&c, rc, &mo, &m->u.modify);
 		break;
 	default:
 		protocol_error(s, "unexpected OUCH type", 0);
 		return;
 	}
-	if (gw_cmd_submit(s->gw, &c) < 0) {
+	if ((rc = gw_cmd_submit(s->gw, &c)) == -EMSGSIZE) {
+		/* unreachable with OUCH 4.2's fixed sizes and a max_datagram
+		 * that the configuration check let through */
+		s->gw->st.oversize_rejects++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "session %s %s: command larger than a "
+				"datagram holds (%zu bytes): refused", s->peer,
+				s->login->cred.login, gw_cmd_room(s->gw));
+		refuse(s, m, OUCH_REJ_TOO_LARGE);
+		return;
+	}
+	if (rc < 0) {
 		protocol_error(s, "command could not be journalled", 0);
 		return;
 	}
-	if (m.type == OUCH_ENTER_ORDER)
-		remember(s, m.u.enter.token, sizeof(m.u.enter.token), c.partition, 1);
+	if (m->type == OUCH_ENTER_ORDER)
+		remember(s, m->u.enter.token, sizeof(m->u.enter.token), c.partition, 1);
 	else if (known)
-		remember(s, m.u.replace.replacement_token, sizeof(m.u.replace.replacement_token),
+		remember(s, m->u.replace.replacement_token, sizeof(m->u.replace.replacement_token),
 			 c.partition, 0);
 }
 
-static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)
+/* A message the codec refused (rc): answered when it is a known type of
+ * the right length with an unprintable field (Rejected with the field's
+ * reason, or Cancel Reject), else the session ends. */
+static void handle_malformed(struct gw_session *s, const struct soup_packet *pkt, int rc)
+{
+	struct ouch_msg m = { 0 };
+	char reason = OUCH_REJ_OTHER, token[OUCH_TOKEN_LEN + 1];
+
+	s->gw->st.ouch_malformed++;
+	if (rc != OUCH_E_FIELD || ouch_inbound_bad_field(pkt->payload, pkt->len, &reason, token) < 0) {
+		s->gw->st.protocol_errors++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+				"session %s %s: undecodable OUCH (%s, type 0x%02x, %u bytes): "
+				"disconnecting", s->peer, s->login->cred.login, ouch_strerror(rc),
+				pkt->len ? pkt->payload[0] : 0, pkt->len);
+		session_close(s, 0);
+		return;
+	}
+	s->gw->st.malformed_rejects++;
+	log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s %s: OUCH '%c' with an unprintable "
+			"field: refused (%c, token %s)", s->peer, s->login->cred.login,
+			pkt->payload[0], reason, token);
+	m.type = (char)pkt->payload[0];
+	/* refuse() reads the token where each type keeps it */
+	if (m.type == OUCH_REPLACE_ORDER)
+		memcpy(m.u.replace.replacement_token, token, sizeof(token));
+	else
+		memcpy(m.u.enter.token, token, sizeof(token));
+	_Static_assert(offsetof(struct ouch_msg, u.enter.token) ==
+				       offsetof(struct ouch_msg, u.cancel.token) &&
+			       offsetof(struct ouch_msg, u.enter.token) ==
+				       offsetof(struct ouch_msg, u.modify.token),
+		       "one place for the token");
+	refuse(s, &m, reason);
+}
+
+/* ---- the throttle ---------------------------------------------------------- */
+
+enum { EDGE_NOW, EDGE_HELD, EDGE_STALL };
+
+/* Whether a message takes a token: Enter and Replace do. A Cancel or
+ * Modify (which only reduces) is never charged, so that a throttled
+ * client can always pull its orders. */
+static int charged(char type)
+{
+	return type == OUCH_ENTER_ORDER || type == OUCH_REPLACE_ORDER;
+}
+
+/* Arms the drain for when the login's next token is there (at least
+ * GW_DRAIN_MIN from now: a wakeup takes what came meanwhile). */
+static void drain_arm(struct gw_session *s)
+{
+	struct ev_loop *loop = s->gw->loop;
+	double w;
+
+	if (ev_is_active(&s->drain))
+		return;
+	w = throttle_wait(&s->login->bucket, ev_now(loop));
+	ev_timer_set(&s->drain, w > GW_DRAIN_MIN ? w : GW_DRAIN_MIN, 0.);
+	ev_timer_start(loop, &s->drain);
+}
+
+/* A held message: counted for its login and in all. */
+static void held(uint64_t *login_count, uint64_t *total)
+{
+	(*login_count)++;
+	(*total)++;
+}
+
+/* EDGE_NOW when m (pkt's payload) may go at once: nothing waits before it
+ * and it has its token. Else it is queued (EDGE_HELD), Rejected with the
+ * queue full (EDGE_HELD), or, a Cancel or Modify with the queue full, left
+ * for later (EDGE_STALL: the caller puts it back and stops reading). */
+static int edge_throttle(struct gw_session *s, const struct soup_packet *pkt,
+			 const struct ouch_msg *m)
+{
+	struct gw *g = s->gw;
+	struct gw_login *l = s->login;
+
+	if (s->tq.n == 0 && (!charged(m->type) || throttle_take(&l->bucket, ev_now(g->loop))))
+		return EDGE_NOW;
+	if (!s->tq.slot && g->cfg.login_queue &&
+	    throttle_queue_init(&s->tq, (uint32_t)g->cfg.login_queue) < 0)
+		log_ratelimited(&gw_rl, LOG_LVL_ERR, "session %s %s: no memory for its queue",
+				s->peer, l->cred.login);
+	if (throttle_queue_push(&s->tq, pkt->payload, pkt->len) == 0) {
+		held(&l->throttle_delayed, &g->st.throttle_delayed);
+		drain_arm(s);
+		return EDGE_HELD;
+	}
+	if (!charged(m->type))
+		return EDGE_STALL;
+	held(&l->throttle_rejected, &g->st.throttle_rejected);
+	log_ratelimited(&throttle_rl, LOG_LVL_NOTICE, "session %s %s: over its rate (login_rate "
+			"%" PRIu64 "/s, %u queued): '%c' rejected", s->peer, l->cred.login,
+			g->cfg.login_rate, s->tq.n, m->type);
+	refuse(s, m, OUCH_REJ_THROTTLED);
+	return EDGE_HELD;
+}
+
+/* Takes queued messages as the login's tokens allow, GW_DRAIN_PER_WAKE at
+ * most; then waits for more tokens, and reads again a session that a
+ * Cancel stalled once the queue has room. */
+static void on_drain(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct gw_session *s = SESS_OF(w, drain);
+	struct gw *g = s->gw;
+
+	(void)revents;
+	for (int i = 0; i < GW_DRAIN_PER_WAKE && s->state == GW_SESS_ACTIVE && !g->flow.paused;
+	     i++) {
+		size_t len;
+		const uint8_t *p = throttle_queue_peek(&s->tq, &len);
+		struct ouch_msg m;
+
+		if (!p)
+			break;
+		if (ouch_decode_inbound(p, len, &m) < 0) { /* it decoded when queued */
+			throttle_queue_pop(&s->tq);
+			continue;
+		}
+		if (charged(m.type) && !throttle_take(&s->login->bucket, ev_now(loop)))
+			break;
+		throttle_queue_pop(&s->tq);
+		submit_ouch(s, &m);
+	}
+	if (s->state != GW_SESS_ACTIVE)
+		return;
+	if (s->tq.n)
+		drain_arm(s);
+	if (s->stalled && s->tq.n < s->tq.cap && !g->flow.paused) {
+		s->stalled = 0;
+		ev_io_start(loop, &s->rio);
+		ev_feed_event(loop, &s->rio, EV_READ);
+	}
+}
+
+/* Decodes one OUCH message and submits it, now or once the login's rate
+ * allows. EDGE_STALL: put it back, read no more for now. */
+static int handle_ouch(struct gw_session *s, const struct soup_packet *pkt)
+{
+	struct ouch_msg m;
+	int rc = ouch_decode_inbound(pkt->payload, pkt->len, &m);
+
+	if (rc < 0) {
+		handle_malformed(s, pkt, rc);
+		return EDGE_HELD;
+	}
+	rc = edge_throttle(s, pkt, &m);
+	if (rc == EDGE_STALL)
+		return rc;
+	s->gw->st.ouch_in++;
+	if (rc == EDGE_NOW)
+		submit_ouch(s, &m);
+	return rc;
+}
+
+/* EDGE_STALL when the packet is to be put back (see handle_ouch). */
+static int handle_packet(struct gw_session *s, const struct soup_packet *pkt)
 {
 	if (pkt->type == SOUP_DEBUG)
-		return;
+		return EDGE_NOW;
 	if (s->state == GW_SESS_LOGIN) {
 		if (pkt->type == SOUP_LOGIN_REQUEST)
 			handle_login(s, pkt);
 		else
 			protocol_error(s, "packet before login", 0);
-		return;
+		return EDGE_NOW;
 	}
 	switch (pkt->type) {
 	case SOUP_UNSEQUENCED_DATA:
-		handle_ouch(s, pkt);
-		break;
+		return handle_ouch(s, pkt);
 	case SOUP_CLIENT_HEARTBEAT:
 		break;
 	case SOUP_LOGOUT_REQUEST:
@@ -495,6 +714,7 @@ static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)
 		protocol_error(s, "second Login Request", 0);
 		break;
 	}
+	return EDGE_NOW;
 }
 
 /* Handles the packets the parser holds, until it needs more bytes or flow
@@ -507,8 +727,14 @@ static int session_take(struct gw_session *s)
 	int rc;
 
 	while (s->state <= GW_SESS_ACTIVE && !s->gw->flow.paused &&
-	       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK)
-		handle_packet(s, &pkt);
+	       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK) {
+		if (handle_packet(s, &pkt) == EDGE_STALL) {
+			soup_parser_unread(&s->parser, &pkt);
+			s->stalled = 1;
+			ev_io_stop(s->gw->loop, &s->rio);
+			return 0;
+		}
+	}
 	if (s->state > GW_SESS_ACTIVE || s->gw->flow.paused)
 		return 0;
 	if (rc != SOUP_E_AGAIN) {
@@ -642,7 +868,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	/* while flow control leaves the sessions unread, a client's
 	 * heartbeats wait in the kernel: its silence is ours */
-	if (g->flow.paused && s->state <= GW_SESS_ACTIVE)
+	if ((g->flow.paused || s->stalled) && s->state <= GW_SESS_ACTIVE)
 		s->last_in = now;
 	if (s->state == GW_SESS_LOGIN && now - s->connected >= login) {
 		/* whatever it sent: Debug packets or bytes that reset the
@@ -687,7 +913,7 @@ void gw_session_pause(struct gw *g, int on)
 	ev_tstamp now = ev_now(g->loop);
 
 	for (struct gw_session *s = g->sess.list; s; s = s->next) {
-		if (s->state > GW_SESS_ACTIVE)
+		if (s->state > GW_SESS_ACTIVE || s->stalled) /* its drain reads it again */
 			continue;
 		if (on) {
 			ev_io_stop(g->loop, &s->rio);
@@ -765,6 +991,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_init(&s->rio, on_read, fd, EV_READ);
 		ev_io_init(&s->wio, on_write, fd, EV_WRITE);
 		ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
+		ev_timer_init(&s->drain, on_drain, 0., 0.);
 		if (!g->flow.paused) /* else gw_session_pause() starts it */
 			ev_io_start(loop, &s->rio);
 		ev_timer_start(loop, &s->timer);
@@ -806,6 +1033,7 @@ void gw_session_reap(struct gw *g)
 			if (*pp)
 				*pp = s->next_dirty;
 		}
+		throttle_queue_fini(&s->tq);
 		free(s);
 	}
 }

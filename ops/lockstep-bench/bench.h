@@ -50,6 +50,7 @@ struct bench_options {
 	unsigned batch, streams, datagram;
 	int auth_off; /* --auth off: the sequencer component untagged */
 	char fsync[16]; /* --fsync: the sequencer component's [sequencer] fsync ("": disk) */
+	double flood; /* --flood: session 0 sends Enters at this rate, unmeasured (0: none) */
 };
 extern struct bench_options opt;
 
@@ -128,7 +129,16 @@ struct bsession {
 	uint32_t in_flight;
 	uint64_t last_tx;
 	int lost;
+	int flood; /* --flood's session: its answers are counted in `flood`, not timed */
 };
+
+/* --flood: what session 0 sent, and what came back. */
+struct flood_counts {
+	uint64_t sent, skipped; /* skipped: planned, but its send buffer was full */
+	uint64_t accepted, throttled, rejected; /* throttled: Rejected 'o' */
+	char login[SOUP_USERNAME_LEN + 1];
+};
+extern struct flood_counts flood;
 
 /* prefix (8) + the index in 6 hex digits: 14 characters */
 #define TOKEN_INDEX_MAX 0xFFFFFFu
@@ -180,6 +190,9 @@ int session_flush(struct bsession *s);
 int session_can_queue(struct bsession *s);
 /* Queues the next order of the mix (session_can_queue() said yes). */
 void session_send(struct bsession *s, uint64_t planned);
+/* --flood: queues Enter number i (an IOC far from the market: Accepted,
+ * then Canceled; nothing rests), untracked (session_can_queue() said yes). */
+void session_send_flood(struct bsession *s, uint32_t i);
 
 /* ---- load.c and report.c: the load, and what it reports -------------------------- */
 
@@ -191,6 +204,8 @@ struct load {
 	uint64_t cap, total, sent; /* tokens per session; orders to send (0: by time) */
 	uint64_t start, now, deadline, stop_sending;
 	double interval; /* open loop: ns between orders */
+	unsigned first; /* the first measured session: 1 with --flood (session 0 floods) */
+	uint64_t flood_next; /* --flood: the next Enter's number */
 	int sampled; /* the CPU times at the start of the measurement were taken */
 	double cpu_self0;
 };

@@ -26,7 +26,8 @@ static int load_size(struct load *l)
 	if (opt.orders)
 		l->cap = opt.orders;
 	else if (!l->closed_loop)
-		l->cap = (uint64_t)(opt.rate * (opt.warmup + opt.duration) / n_sessions) + 16;
+		l->cap = (uint64_t)(opt.rate * (opt.warmup + opt.duration) /
+				    (n_sessions - l->first)) + 16;
 	else
 		l->cap = (uint64_t)(3e6 * (opt.warmup + opt.duration) / n_sessions) + 1024;
 	if (l->cap > TOKEN_INDEX_MAX + 1) {
@@ -38,7 +39,7 @@ static int load_size(struct load *l)
 		l->cap = TOKEN_INDEX_MAX + 1;
 	}
 	if (opt.orders)
-		l->total = opt.orders * n_sessions;
+		l->total = opt.orders * (n_sessions - l->first);
 	else if (!l->closed_loop)
 		l->total = (uint64_t)(opt.rate * (opt.warmup + opt.duration));
 	return 0;
@@ -78,6 +79,11 @@ static int load_setup(struct load *l)
 	if (procs_load() < 0)
 		return 2;
 	n_sessions = opt.sessions;
+	l->first = opt.flood > 0;
+	if (l->first && n_sessions < 2) {
+		fprintf(stderr, PROG ": --flood needs --sessions 2 or more (session 0 floods)\n");
+		return 2;
+	}
 	if (load_size(l))
 		return 2;
 	sessions = calloc(n_sessions, sizeof(*sessions));
@@ -119,6 +125,9 @@ static int load_session_init(struct load *l, unsigned i, uint64_t run)
 							      60466176 })[k] % 36];
 	s->prefix[6] = b36[i / 36 % 36];
 	s->prefix[7] = b36[i % 36];
+	s->flood = i < l->first;
+	if (s->flood)
+		snprintf(flood.login, sizeof(flood.login), "%s", s->user);
 	s->cap_tok = (uint32_t)l->cap;
 	s->tok = calloc(l->cap, sizeof(*s->tok));
 	s->live = calloc(l->cap, sizeof(*s->live));
@@ -168,7 +177,8 @@ static int load_send(struct load *l, int64_t *wait_ns)
 	if (!l->closed_loop) {
 		while (l->sent < l->total) {
 			uint64_t planned = l->start + (uint64_t)((double)l->sent * l->interval);
-			struct bsession *s = &sessions[l->sent % n_sessions];
+			struct bsession *s =
+				&sessions[l->first + l->sent % (n_sessions - l->first)];
 
 			if (planned > l->now) {
 				*wait_ns = (int64_t)(planned - l->now);
@@ -181,7 +191,7 @@ static int load_send(struct load *l, int64_t *wait_ns)
 		}
 		return 1;
 	}
-	for (unsigned i = 0; i < n_sessions; i++) {
+	for (unsigned i = l->first; i < n_sessions; i++) {
 		struct bsession *s = &sessions[i];
 
 		while ((!opt.orders || s->actions < opt.orders) && s->in_flight < l->window &&
@@ -191,6 +201,29 @@ static int load_send(struct load *l, int64_t *wait_ns)
 		}
 	}
 	return !(opt.orders && l->sent == l->total);
+}
+
+/* --flood: session 0's Enters planned up to now, open loop at --flood
+ * (one planned while its send buffer is full is skipped: the flood is
+ * not caught up in a burst); *wait_ns shortened to the next one. */
+static void load_flood(struct load *l, int64_t *wait_ns)
+{
+	struct bsession *s = &sessions[0];
+
+	for (;;) {
+		uint64_t planned = l->start + (uint64_t)((double)l->flood_next * 1e9 / opt.flood);
+
+		if (planned > l->now) {
+			if ((int64_t)(planned - l->now) < *wait_ns)
+				*wait_ns = (int64_t)(planned - l->now);
+			return;
+		}
+		if (session_can_queue(s))
+			session_send_flood(s, (uint32_t)l->flood_next);
+		else
+			flood.skipped++;
+		l->flood_next++;
+	}
 }
 
 /* Flushes the send buffers (a heartbeat on a session idle for a second)
@@ -267,6 +300,8 @@ static void load_loop(struct load *l)
 			load_sample_start(l);
 		if (sending)
 			sending = load_send(l, &wait_ns);
+		if (sending && l->first)
+			load_flood(l, &wait_ns);
 		if (!sending && !l->deadline)
 			l->deadline = l->now + (uint64_t)(opt.timeout * 1e9);
 		load_flush(l, pf);

@@ -78,6 +78,11 @@ static void usage(FILE *f)
 	      "      --warmup S           load for S seconds first, not measured\n"
 	      "      --mix P:M:C:R        weights of passive limit orders, marketable (IOC)\n"
 	      "                           orders, cancels and replaces (default 48:12:25:15)\n"
+	      "      --flood R            session 0 sends R Enter Orders/s open loop (IOC, a\n"
+	      "                           dollar under the book), unmeasured, while sessions\n"
+	      "                           1.. run the load above: the latencies reported are\n"
+	      "                           theirs; the flood's answers are counted (accepted,\n"
+	      "                           throttled: Rejected 'o', [gateway] login_rate)\n"
 	      "      --depth N            resting orders per session at most (default 200):\n"
 	      "                           past it a cancel is sent instead of a passive order\n"
 	      "      --symbols A,B,...    symbols (default AAPL,MSFT,AMZN,GOOG)\n"
@@ -123,7 +128,7 @@ static void usage(FILE *f)
 enum {
 	O_MAX = 256, O_DURATION, O_WARMUP, O_MIX, O_DEPTH, O_CLUSTER, O_PIDS, O_BASELINE, O_SPIN,
 	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
-	O_ECHO, O_AUTH, O_FSYNC,
+	O_ECHO, O_AUTH, O_FSYNC, O_FLOOD,
 };
 
 /* Parses the options into opt and m: -1 to go on, else the exit status. */
@@ -151,6 +156,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		{ "datagram", required_argument, NULL, O_DATAGRAM },
 		{ "auth", required_argument, NULL, O_AUTH },
 		{ "fsync", required_argument, NULL, O_FSYNC },
+		{ "flood", required_argument, NULL, O_FLOOD },
 		{ "relay", required_argument, NULL, O_RELAY }, { "to", required_argument, NULL, O_TO },
 		{ "echo", required_argument, NULL, O_ECHO },
 		{ NULL, 0, NULL, 0 },
@@ -210,6 +216,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 			}
 			snprintf(opt.fsync, sizeof(opt.fsync), "%s", optarg);
 			break;
+		case O_FLOOD: opt.flood = atof(optarg); break;
 		case O_RELAY: m->relay = optarg; break;
 		case O_TO: m->to = optarg; break;
 		case O_ECHO: m->echo = optarg; break;
@@ -304,7 +311,8 @@ static int run_components(void)
 static int check_load_options(const struct modes *m)
 {
 	if (opt.sessions < 1 || opt.sessions > MAX_SESSIONS || opt.window < 1 || opt.rate < 0 ||
-	    opt.duration < 0 || opt.warmup < 0 || (m->orders_given && opt.orders < 1)) {
+	    opt.duration < 0 || opt.warmup < 0 || opt.flood < 0 ||
+	    (m->orders_given && opt.orders < 1)) {
 		fprintf(stderr, PROG ": sessions 1..%d, orders >= 1, window >= 1\n", MAX_SESSIONS);
 		return 2;
 	}

@@ -199,6 +199,14 @@ void report_text(const struct load *l, const struct load_figures *f)
 		       opt.rate, f->achieved, f->secs);
 	printf(" (%u sessions, %u %s%s)\n", n_sessions, l->n_gw,
 	       opt.baseline ? "relays" : "gateways", opt.warmup > 0 ? ", after the warm-up" : "");
+	if (l->first)
+		printf("flood:       session 0 (%s) %.0f Enters/s open loop, unmeasured: %llu sent, "
+		       "%llu accepted, %llu throttled (Rejected 'o'), %llu rejected otherwise, %llu "
+		       "skipped (send buffer full); the latencies below are the other %u sessions'\n",
+		       flood.login, opt.flood, (unsigned long long)flood.sent,
+		       (unsigned long long)flood.accepted, (unsigned long long)flood.throttled,
+		       (unsigned long long)flood.rejected, (unsigned long long)flood.skipped,
+		       n_sessions - 1);
 	printf("mix:        ");
 	for (int k = 0; k < MIX_N; k++)
 		printf(" %s %u", mix_names[k], opt.mix[k]);
@@ -290,6 +298,13 @@ int report_json(const struct load *l, const struct load_figures *fg)
 	for (unsigned i = 0; i < n_procs; i++)
 		fprintf(f, "\"%s\": %.3f, ", procs[i].name, procs_cpu_ns(&procs[i]) / 1e9);
 	fprintf(f, "\"bench\": %.3f}, \"wall_s\": %.3f,\n", fg->cpu_self, fg->wall);
+	if (l->first)
+		fprintf(f, " \"flood\": {\"session\": 0, \"login\": \"%s\", \"offered_per_s\": %.0f, "
+			"\"sent\": %llu, \"accepted\": %llu, \"throttled\": %llu, \"rejected\": %llu, "
+			"\"skipped\": %llu},\n",
+			flood.login, opt.flood, (unsigned long long)flood.sent,
+			(unsigned long long)flood.accepted, (unsigned long long)flood.throttled,
+			(unsigned long long)flood.rejected, (unsigned long long)flood.skipped);
 	json_cpu_per_order(f);
 	losses_json(f);
 	fprintf(f, "}\n");

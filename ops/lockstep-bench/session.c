@@ -27,6 +27,7 @@ enum {
 };
 
 struct counts counts;
+struct flood_counts flood;
 const char *const h_names[H_N] = { "accepted", "executed", "canceled", "replaced" };
 const char *const h_labels[H_N] = {
 	"latency order->Accepted/Rejected (us)", "latency order->Executed (us)",
@@ -268,12 +269,27 @@ static void on_cancel_reject(struct bsession *s, const char *token, uint64_t now
 	answered(s, t->flags & T_CXL_WARM, H_CANCELED, t->cxl_planned, now);
 }
 
+/* The flood session's answers: counted, not timed. */
+static void on_flood_message(const struct ouch_msg *m)
+{
+	if (m->type == OUCH_ACCEPTED)
+		flood.accepted++;
+	else if (m->type == OUCH_REJECTED && m->u.rejected.reason == OUCH_REJ_THROTTLED)
+		flood.throttled++;
+	else if (m->type == OUCH_REJECTED)
+		flood.rejected++;
+}
+
 static void on_message(struct bsession *s, const uint8_t *data, size_t len, uint64_t now)
 {
 	struct ouch_msg m;
 
 	if (ouch_decode_outbound(data, len, &m) < 0) {
 		counts.undecodable++;
+		return;
+	}
+	if (s->flood) {
+		on_flood_message(&m);
 		return;
 	}
 	switch (m.type) {
@@ -323,7 +339,7 @@ int session_flush(struct bsession *s)
  * when the gateway does not read, orders wait here with their planned time. */
 int session_can_queue(struct bsession *s)
 {
-	if (s->lost || s->n_tok >= s->cap_tok)
+	if (s->lost || (!s->flood && s->n_tok >= s->cap_tok))
 		return 0;
 	if (s->txlen + OUCH_MAX_LEN + 3 > TXBUF)
 		session_flush(s);
@@ -419,6 +435,26 @@ void session_send(struct bsession *s, uint64_t planned)
 	s->in_flight++;
 	if (!warm)
 		counts.measured_sent++;
+}
+
+void session_send_flood(struct bsession *s, uint32_t i)
+{
+	struct ouch_msg m = { .type = OUCH_ENTER_ORDER, .inbound = 1 };
+	struct ouch_enter_order *o = &m.u.enter;
+
+	token_of(s, i & TOKEN_INDEX_MAX, o->token);
+	o->side = OUCH_BUY;
+	o->shares = 100;
+	memcpy(o->stock, symbols[i % n_symbols], symbol_len[i % n_symbols] + 1);
+	o->price = MID_PRICE - 100 * TICK; /* a dollar under the book: never fills */
+	o->tif = OUCH_TIF_IOC;
+	o->display = OUCH_DISPLAY_ATTRIBUTABLE;
+	o->capacity = OUCH_CAP_AGENCY;
+	o->iso = OUCH_ISO_NOT_ELIGIBLE;
+	o->cross_type = OUCH_CROSS_NONE;
+	o->customer_type = OUCH_CUST_RETAIL;
+	queue_msg(s, &m);
+	flood.sent++;
 }
 
 int session_read(struct bsession *s, uint64_t now)
