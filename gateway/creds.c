@@ -131,11 +131,16 @@ int gw_cred_password_ok(const struct gw_cred *c, const char *given)
 
 int gw_password_normalise(const char *in, char out[GW_PASSWORD_LEN + 1])
 {
+	char w[GW_PASSWORD_LEN + 1];
 	size_t n = strlen(in);
 
 	while (n > 0 && in[n - 1] == ' ')
 		n--;
-	return take_word(in, n, GW_PASSWORD_LEN, 1, out);
+	if (take_word(in, n, GW_PASSWORD_LEN, 1, w) < 0)
+		return -EINVAL;
+	memcpy(out, w, sizeof(w));
+	sodium_memzero(w, sizeof(w));
+	return 0;
 }
 
 int gw_password_hash(const char *normalised, char out[GW_HASH_LEN])
