@@ -115,10 +115,12 @@ static unsigned fold(unsigned char ch)
 
 int gw_cred_password_ok(const struct gw_cred *c, const char *given)
 {
+	static const char none[GW_PASSWORD_LEN + 1]; /* no login: compared with "" */
 	char a[GW_PASSWORD_LEN + 1] = { 0 }, b[GW_PASSWORD_LEN + 1] = { 0 };
+	const char *want = c ? c->password : none;
 	unsigned diff = 0;
 
-	memcpy(a, c ? c->password : "", strnlen(c ? c->password : "", GW_PASSWORD_LEN));
+	memcpy(a, want, strnlen(want, GW_PASSWORD_LEN));
 	memcpy(b, given, strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN
 				 ? GW_PASSWORD_LEN : strnlen(given, GW_PASSWORD_LEN));
 	/* every byte, whatever the first difference: the time says nothing of
@@ -166,6 +168,16 @@ int gw_hash_check(const char *s, char *err, size_t errlen)
 	if (sscanf(s, ARGON2ID_PREFIX "v=%u$m=%u,t=%u,p=%u$%n", &v, &m, &t, &p, &end) != 4 ||
 	    end == 0) {
 		snprintf(err, errlen, "not $argon2id$v=19$m=KIB,t=PASSES,p=LANES$SALT$HASH");
+		return -EINVAL;
+	}
+	/* what crypto_pwhash_str writes: a 16-byte salt and a 32-byte hash,
+	 * unpadded base64 (22 and 43 characters) */
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *salt = s + end;
+	size_t ns = strspn(salt, b64), nh = salt[ns] == '$' ? strspn(salt + ns + 1, b64) : 0;
+
+	if (ns != 22 || nh != 43 || salt[ns + 1 + nh] != '\0') {
+		snprintf(err, errlen, "want a 22-character salt and a 43-character hash (base64)");
 		return -EINVAL;
 	}
 	if (m > GW_PWHASH_MAX_KIB || t > GW_PWHASH_MAX_T) {

@@ -644,7 +644,7 @@ static void handle_packet(struct gw_session *s, const struct soup_packet *pkt)
 static int session_take(struct gw_session *s)
 {
 	struct soup_packet pkt;
-	int rc;
+	int rc = SOUP_E_AGAIN;
 
 	while (s->state <= GW_SESS_ACTIVE && !s->gw->flow.paused && !s->login_wait &&
 	       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK)

@@ -213,8 +213,17 @@ START_TEST(cred_hash)
 			      "bad hash %zu taken", i);
 		ck_assert_ptr_nonnull(strstr(err, "hash"));
 	}
-	/* the hash cut short by one character */
+	/* well formed, but too costly for every failed login to pay */
+	snprintf(value, sizeof(value), "$argon2id$v=19$m=1048576,t=3,p=1$%s FRMA", h + 31);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "costs"));
+	snprintf(value, sizeof(value), "$argon2id$v=19$m=12288,t=99,p=1$%s FRMA", h + 31);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "costs"));
+	/* the hash cut short by one character, or one too long */
 	snprintf(value, sizeof(value), "%.*s FRMA", (int)strlen(h) - 1, h);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	snprintf(value, sizeof(value), "%sA FRMA", h);
 	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
 }
 END_TEST
