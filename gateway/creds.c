@@ -7,8 +7,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sodium.h>
+
 #include "config.h"
 #include "creds.h"
+
+_Static_assert(GW_HASH_LEN == crypto_pwhash_STRBYTES, "a hash string's room");
+
+#define ARGON2ID_PREFIX "$argon2id$"
 
 /* Copies an alphanumeric word of 1..max characters, upper-cased when `upper`. */
 static int take_word(const char *w, size_t n, size_t max, int upper, char *out)
@@ -57,7 +63,26 @@ int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, cha
 			 c.login);
 		return -EINVAL;
 	}
-	if (take_word(words[0], lens[0], GW_PASSWORD_LEN, 0, c.password) < 0) {
+	if (lens[0] > strlen(ARGON2ID_PREFIX) &&
+	    strncmp(words[0], ARGON2ID_PREFIX, strlen(ARGON2ID_PREFIX)) == 0) {
+		char why[128];
+
+		if (lens[0] >= GW_HASH_LEN) {
+			snprintf(err, errlen, "login %s: password hash longer than %d characters",
+				 c.login, GW_HASH_LEN - 1);
+			return -EINVAL;
+		}
+		memcpy(c.hash, words[0], lens[0]);
+		c.hash[lens[0]] = '\0';
+		if (gw_hash_check(c.hash, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "login %s: password hash: %s", c.login, why);
+			return -EINVAL;
+		}
+	} else if (words[0][0] == '$') {
+		snprintf(err, errlen, "login %s: password hash: not an Argon2id hash "
+			 "(lockstepctl passwd makes one)", c.login);
+		return -EINVAL;
+	} else if (take_word(words[0], lens[0], GW_PASSWORD_LEN, 0, c.password) < 0) {
 		snprintf(err, errlen, "login %s: password: 1 to %d letters or digits", c.login,
 			 GW_PASSWORD_LEN);
 		return -EINVAL;
@@ -90,10 +115,12 @@ static unsigned fold(unsigned char ch)
 
 int gw_cred_password_ok(const struct gw_cred *c, const char *given)
 {
+	static const char none[GW_PASSWORD_LEN + 1]; /* no login: compared with "" */
 	char a[GW_PASSWORD_LEN + 1] = { 0 }, b[GW_PASSWORD_LEN + 1] = { 0 };
+	const char *want = c ? c->password : none;
 	unsigned diff = 0;
 
-	memcpy(a, c ? c->password : "", strnlen(c ? c->password : "", GW_PASSWORD_LEN));
+	memcpy(a, want, strnlen(want, GW_PASSWORD_LEN));
 	memcpy(b, given, strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN
 				 ? GW_PASSWORD_LEN : strnlen(given, GW_PASSWORD_LEN));
 	/* every byte, whatever the first difference: the time says nothing of
@@ -102,6 +129,87 @@ int gw_cred_password_ok(const struct gw_cred *c, const char *given)
 		diff |= fold((unsigned char)a[i]) ^ fold((unsigned char)b[i]);
 	diff |= strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN; /* too long: never */
 	return c && diff == 0;
+}
+
+int gw_password_normalise(const char *in, char out[GW_PASSWORD_LEN + 1])
+{
+	char w[GW_PASSWORD_LEN + 1];
+	size_t n = strlen(in);
+
+	while (n > 0 && in[n - 1] == ' ')
+		n--;
+	if (take_word(in, n, GW_PASSWORD_LEN, 1, w) < 0)
+		return -EINVAL;
+	memcpy(out, w, sizeof(w));
+	sodium_memzero(w, sizeof(w));
+	return 0;
+}
+
+int gw_password_hash(const char *normalised, char out[GW_HASH_LEN])
+{
+	if (sodium_init() < 0 ||
+	    crypto_pwhash_str(out, normalised, strlen(normalised), GW_PWHASH_OPSLIMIT,
+			      GW_PWHASH_MEMLIMIT) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int gw_password_verify(const char *hash, const char *normalised)
+{
+	return sodium_init() >= 0 &&
+	       crypto_pwhash_str_verify(hash, normalised, strlen(normalised)) == 0;
+}
+
+int gw_hash_check(const char *s, char *err, size_t errlen)
+{
+	unsigned v, m, t, p;
+	int end = 0;
+
+	if (sscanf(s, ARGON2ID_PREFIX "v=%u$m=%u,t=%u,p=%u$%n", &v, &m, &t, &p, &end) != 4 ||
+	    end == 0) {
+		snprintf(err, errlen, "not $argon2id$v=19$m=KIB,t=PASSES,p=LANES$SALT$HASH");
+		return -EINVAL;
+	}
+	/* what crypto_pwhash_str writes: a 16-byte salt and a 32-byte hash,
+	 * unpadded base64 (22 and 43 characters) */
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *salt = s + end;
+	size_t ns = strspn(salt, b64), nh = salt[ns] == '$' ? strspn(salt + ns + 1, b64) : 0;
+
+	if (ns != 22 || nh != 43 || salt[ns + 1 + nh] != '\0') {
+		snprintf(err, errlen, "want a 22-character salt and a 43-character hash (base64)");
+		return -EINVAL;
+	}
+	if (m > GW_PWHASH_MAX_KIB || t > GW_PWHASH_MAX_T) {
+		snprintf(err, errlen, "costs m=%u,t=%u: at most m=%u,t=%u (each failed login pays it)",
+			 m, t, GW_PWHASH_MAX_KIB, GW_PWHASH_MAX_T);
+		return -EINVAL;
+	}
+	/* libsodium decodes the whole string (version, salt, hash): -1 when
+	 * it cannot */
+	if (sodium_init() < 0 ||
+	    crypto_pwhash_str_needs_rehash(s, GW_PWHASH_OPSLIMIT, GW_PWHASH_MEMLIMIT) < 0) {
+		snprintf(err, errlen, "malformed (version, salt or hash)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+size_t gw_creds_plaintext(const struct gw_creds *c, char *buf, size_t cap)
+{
+	size_t n = 0, len = 0;
+
+	if (cap)
+		buf[0] = '\0';
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->v[i].hash[0])
+			continue;
+		if (len < cap)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%s", n ? ", " : "",
+						c->v[i].login);
+		n++;
+	}
+	return n;
 }
 
 const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login)

@@ -8,15 +8,35 @@
 #define GW_LOGIN_LEN 6 /* SoupBinTCP username */
 #define GW_PASSWORD_LEN 10 /* SoupBinTCP password */
 #define GW_FIRM_LEN 4 /* OUCH firm */
+#define GW_HASH_LEN 128 /* a password hash string and its NUL (crypto_pwhash_STRBYTES) */
+
+/* The cost of the hashes `lockstepctl passwd` makes: Argon2id with 3
+ * passes over 12 MiB (OWASP's equivalent of 2 passes over 19 MiB), about
+ * 30 ms a verification on one core. INTERACTIVE's 64 MiB and 2 passes take
+ * 4 times that on the same core: a burst of a few hundred logins at the
+ * open (every firm reconnecting) would wait seconds, and a gateway pays
+ * the memory once per verifying thread. The cost is in each hash: a file
+ * may mix costs, and a new cost applies to hashes made after it. */
+#define GW_PWHASH_OPSLIMIT 3
+#define GW_PWHASH_MEMLIMIT (12u << 20)
+/* The most a hash of the credentials file may ask for (a larger one is an
+ * error: every failed login would pay it). */
+#define GW_PWHASH_MAX_KIB (256u << 10)
+#define GW_PWHASH_MAX_T 16u
 
 /* One line of the credentials file's [logins] section:
  *     LOGIN = PASSWORD FIRM [cancel_on_disconnect]
- * LOGIN: 1..6 alphanumerics, PASSWORD: 1..10 alphanumerics, FIRM: 1..4
- * alphanumerics. Login and firm are kept upper-case; SoupBinTCP compares
- * usernames and passwords without regard to case. */
+ * LOGIN: 1..6 alphanumerics; PASSWORD: an Argon2id hash string
+ * ("$argon2id$v=19$m=...,t=...,p=...$SALT$HASH", `lockstepctl passwd`) of
+ * the upper-cased password, or (the old form, warned about) the password
+ * itself, 1..10 alphanumerics; FIRM: 1..4 alphanumerics. Login and firm
+ * are kept upper-case; SoupBinTCP compares usernames and passwords without
+ * regard to case, so a password is upper-cased before it is hashed and
+ * before it is verified (gw_password_normalise). */
 struct gw_cred {
 	char login[GW_LOGIN_LEN + 1];
-	char password[GW_PASSWORD_LEN + 1];
+	char password[GW_PASSWORD_LEN + 1]; /* plaintext entries only; else "" */
+	char hash[GW_HASH_LEN]; /* "": a plaintext entry */
 	char firm[GW_FIRM_LEN + 1];
 	int cancel_on_disconnect;
 };
@@ -43,5 +63,21 @@ void gw_creds_fini(struct gw_creds *c); /* accepts a zeroed struct */
  * time, every byte whatever differs first. c NULL (no such login): 0, after
  * the same comparison. */
 int gw_cred_password_ok(const struct gw_cred *c, const char *given);
+
+/* A password as SoupBinTCP compares it: trailing spaces (padding) cut,
+ * 1..10 alphanumerics, upper-cased into out. 0 or -EINVAL. */
+int gw_password_normalise(const char *in, char out[GW_PASSWORD_LEN + 1]);
+/* The Argon2id hash string of a normalised password, at the cost above.
+ * 0, or -ENOMEM (libsodium could not). */
+int gw_password_hash(const char *normalised, char out[GW_HASH_LEN]);
+/* 1 when hash (a valid hash string) is the hash of normalised. Takes tens
+ * of milliseconds: never on the event loop. */
+int gw_password_verify(const char *hash, const char *normalised);
+/* 0 when s is an Argon2id hash string the gateway accepts (well formed,
+ * its cost within GW_PWHASH_MAX_*); else -EINVAL with why said in err. */
+int gw_hash_check(const char *s, char *err, size_t errlen);
+/* Entries with a plaintext password: their count, their logins listed in
+ * buf (comma separated, cut to cap). */
+size_t gw_creds_plaintext(const struct gw_creds *c, char *buf, size_t cap);
 
 #endif

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include <sodium.h>
+
 #include "ctl.h"
 #include "gw_private.h"
 #include "journal.h"
@@ -78,7 +80,9 @@ const struct config_key gw_config_keys[] = {
 	GWU(max_tokens, "1048576", 1024, 1 << 28,
 	    "order tokens remembered for routing cancels and replaces (partitions > 1)"),
 	GWS(soup_session, "", "SoupBinTCP session name (default: LS + YYYYMMDD)"),
-	GWS(credentials, "", "credentials file: [logins] LOGIN = PASSWORD FIRM [cancel_on_disconnect]"),
+	GWS(credentials, "", "credentials file: [logins] LOGIN = HASH FIRM [cancel_on_disconnect], "
+			     "HASH from lockstepctl passwd (a plaintext password still loads, with "
+			     "a warning)"),
 	GWD(heartbeat, "1s", "SoupBinTCP server heartbeat after this long without output"),
 	GWD(idle_timeout, "15s", "a client silent this long (or not reading) is dropped"),
 	GWD(cmd_heartbeat, "100ms", "command stream heartbeat when idle"),
@@ -109,6 +113,32 @@ const struct config_key gw_config_keys[] = {
 	GWU(login_queue, "2048", 0, 1 << 20,
 	    "a login's messages held waiting for its rate; past it Enters and Replaces are "
 	    "Rejected 'o' (throttle_rejected) and a Cancel waits in the socket"),
+	GWU(login_failures_before_lockout, "5", 1, 1000000,
+	    "failed logins of one username from one address (within login_failure_window) "
+	    "that lock that username at that address for login_lockout; the username still "
+	    "logs in from elsewhere (login_lockouts)"),
+	GWU(login_address_failures_before_lockout, "20", 1, 1000000,
+	    "failed logins from one address, whatever the username, that lock the address "
+	    "for login_lockout"),
+	GWD(login_failure_window, "10min",
+	    "failures further apart than this are counted afresh"),
+	GWD(login_lockout, "60s",
+	    "how long a lock lasts; a locked-out login is rejected ('A') without its password "
+	    "being verified (login_locked_out_rejects)"),
+	GWD(login_backoff, "100ms",
+	    "the delay before the answer to a failed login, doubled with each failure of its "
+	    "username at its address (or of its address) up to login_backoff_max"),
+	GWD(login_backoff_max, "2s",
+	    "the longest delay before a failed login's answer, and a locked-out one's; below "
+	    "login_timeout"),
+	GWU(login_lockout_entries, "65536", 64, 1 << 24,
+	    "failed (username, address) pairs and addresses remembered (a fixed table; the "
+	    "oldest unlocked entries make room)"),
+	GWU(max_pending_logins, "64", 1, 65536,
+	    "Login Requests being verified or waiting for it; a connection whose login "
+	    "finds them all taken is closed (login_verify_busy)"),
+	GWU(login_verify_threads, "2", 1, GW_VERIFY_MAX_THREADS,
+	    "threads verifying password hashes (Argon2id, tens of ms each), off the event loop"),
 	GWU(max_in_flight, "8192", 16, 1 << 20,
 	    "commands in flight (sent, not yet applied by their partition's matcher): at this "
 	    "many the sessions are not read until half have been answered"),
@@ -219,6 +249,9 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(disk_full), COUNTER(day_events), COUNTER(day_implied), COUNTER(login_timeouts),
 	COUNTER(address_refused), COUNTER(throttle_delayed), COUNTER(throttle_rejected),
 	COUNTER(malformed_rejects), COUNTER(oversize_rejects),
+		COUNTER(login_failures), COUNTER(login_lockouts),
+	COUNTER(login_locked_out_rejects), COUNTER(login_verify_busy),
+	COUNTER(login_verifications), COUNTER(login_verify_ns),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
@@ -233,6 +266,7 @@ static void gw_pools(const struct gw *g, Lockstep__ControlReply *reply)
 	pools_reset(&ps);
 	pools_add(&ps, "sessions", g->sess.n, g->cfg.max_sessions);
 	pools_add(&ps, "in_flight", gw_flow_in_flight(g), g->flow.window);
+	pools_add(&ps, "logins_pending", g->verify.pending, g->verify.cap);
 	if (g->n_parts > 1) {
 		struct gw_route_counts c;
 
@@ -308,6 +342,13 @@ static void gw_stats_add(void *self, struct counters *out)
 	counters_add(out, "flow_pauses", g->flow.pauses, 0);
 	counters_add(out, "flow_paused_ns", g->flow.paused_ns, 0);
 	counters_add(out, "flow_stalls", g->flow.stalls, 0);
+	if (g->lockout) {
+		struct lockout_counts lc;
+
+		lockout_counts(g->lockout, &lc);
+		counters_add(out, "login_lockout_entries", lc.entries, 1);
+		counters_add(out, "login_lockout_evictions", lc.evictions, 0);
+	}
 	for (unsigned p = 1; p < g->n_parts; p++) {
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
 		counters_add(out, names[p], g->exec.parts[p].exec.next, 1);
@@ -366,6 +407,29 @@ static int check_datagram(const struct gw_config *cfg, char *err, size_t errlen)
 	return -EINVAL;
 }
 
+/* The failed-login table and the verification threads. */
+static int open_login_checks(struct gw *g)
+{
+	const struct gw_config *c = &g->cfg;
+	struct lockout_config lc = {
+		.pair_max = (uint32_t)c->login_failures_before_lockout,
+		.addr_max = (uint32_t)c->login_address_failures_before_lockout,
+		.window_ns = c->login_failure_window,
+		.lockout_ns = c->login_lockout,
+		.backoff_ns = c->login_backoff,
+		.backoff_max_ns = c->login_backoff_max,
+	};
+	uint64_t seed;
+
+	randombytes_buf(&seed, sizeof(seed));
+	g->lockout = lockout_new(c->login_lockout_entries, &lc, seed);
+	if (!g->lockout) {
+		log_err("login lockout table: out of memory");
+		return -ENOMEM;
+	}
+	return gw_verify_open(g);
+}
+
 /* Every part, from the bottom up: the logins, the routes, the exec
  * streams, the command stream, the tape, the sessions. */
 static int open_parts(struct gw *g)
@@ -377,7 +441,8 @@ static int open_parts(struct gw *g)
 	if (rc == 0 && (rc = check_datagram(&g->cfg, err, sizeof(err))) < 0)
 		log_err("%s", err);
 
-	if (rc < 0 || (rc = gw_logins_open(&g->logins, &g->cfg, &g->st)) < 0)
+	if (rc < 0 || (rc = gw_logins_open(&g->logins, &g->cfg, &g->st)) < 0 ||
+	    (rc = open_login_checks(g)) < 0)
 		return rc;
 	gw_progress_load(g, pos);
 	memcpy(g->persisted, pos, sizeof(pos));
@@ -478,16 +543,44 @@ void gw_close(struct gw *g)
 	}
 	gw_session_close_listener(g);
 	gw_progress_close(g);
+	gw_verify_close(g);
+	lockout_free(g->lockout);
 	gw_exec_free(g);
 	gw_routes_close(g->routes);
 	gw_logins_fini(&g->logins);
 	free(g);
 }
 
+/* --check-config: the credentials file (parse errors and bad hashes;
+ * plaintext passwords are a warning). */
+static int check_creds(const struct gw_config *c, char *err, size_t errlen)
+{
+	struct gw_creds cr = { 0 };
+	char e[512], names[256];
+	size_t n;
+	int rc;
+
+	if (c->credentials[0] == '\0')
+		return 0;
+	if ((rc = gw_creds_load(&cr, c->credentials, e, sizeof(e))) < 0) {
+		snprintf(err, errlen, "credentials: %s", e);
+		gw_creds_fini(&cr);
+		return rc;
+	}
+	if ((n = gw_creds_plaintext(&cr, names, sizeof(names))) > 0)
+		fprintf(stderr, "lockstep-gateway: warning: %s: %zu plaintext password%s (%s): "
+			"rehash with lockstepctl passwd\n",
+			c->credentials, n, n > 1 ? "s" : "", names);
+	gw_creds_fini(&cr);
+	return 0;
+}
+
 /* --check-config: the partitions are checked together, beyond each key's
- * own check. */
+ * own check; the credentials file; the login delays against the login
+ * deadline. */
 static int gw_check(const void *cfg, char *err, size_t errlen)
 {
+	const struct gw_config *c = cfg;
 	struct gw_routes *r;
 	int rc = check_datagram(cfg, err, errlen);
 
@@ -495,9 +588,15 @@ static int gw_check(const void *cfg, char *err, size_t errlen)
 		return rc;
 	rc = gw_routes_open(&r, cfg, err, errlen);
 
-	if (rc == 0)
-		gw_routes_close(r);
-	return rc;
+	if (rc < 0)
+		return rc;
+	gw_routes_close(r);
+	if (c->login_backoff_max >= c->login_timeout || c->login_backoff > c->login_backoff_max) {
+		snprintf(err, errlen, "[gateway] login_backoff <= login_backoff_max < login_timeout, "
+			 "else a rejected login is never answered");
+		return -EINVAL;
+	}
+	return check_creds(c, err, errlen);
 }
 
 DAEMON_LIFECYCLE(gw, gw, gw_config)

@@ -65,6 +65,15 @@ struct gw_config {
 	uint64_t login_rate; /* Enter and Replace Orders a second per login (0: no limit) */
 	uint64_t login_burst; /* the token bucket's depth */
 	uint64_t login_queue; /* messages held past the rate before Rejected */
+	/* failed logins (lockout.h): failures that lock a (login, address)
+	 * pair and an address, within login_failure_window, for login_lockout;
+	 * the delay before a failure's answer, doubled per failure up to
+	 * login_backoff_max; the table's entries */
+	uint64_t login_failures_before_lockout, login_address_failures_before_lockout;
+	uint64_t login_failure_window, login_lockout, login_backoff, login_backoff_max;
+	uint64_t login_lockout_entries;
+	uint64_t max_pending_logins; /* Login Requests in or waiting for verification */
+	uint64_t login_verify_threads;
 	uint64_t max_in_flight; /* commands sent and not yet applied by their matcher */
 	uint64_t flow_stall; /* the window may stay full this long without progress */
 	uint64_t max_datagram;

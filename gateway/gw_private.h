@@ -22,6 +22,7 @@
 #include "tape.h"
 #include "tapeday.h"
 #include "throttle.h"
+#include "lockout.h"
 
 #define GW_IN_BUF 1024 /* client input: any valid inbound packet is < 64 bytes */
 #define GW_MAX_IN_PAYLOAD 512 /* a longer client packet is a protocol error */
@@ -142,6 +143,13 @@ struct gw_session {
 	ev_tstamp last_in, last_out, last_progress;
 	ev_tstamp connected; /* a Login Request must come by connected + login_timeout */
 	uint32_t addr; /* the peer's IPv4 address (network order): the per-address cap */
+	/* a Login Request is being verified (verify_id: its job) or its
+	 * rejection is held back (answer: the back-off); nothing more is read
+	 * meanwhile */
+	int login_wait, verify_id;
+	char reject_reason;
+	ev_timer answer;
+	struct soup_login req; /* that Login Request */
 	int dirty; /* on gw->dirty: has output to write this iteration */
 	struct gw_session *next_dirty;
 	struct gw_session *prev, *next; /* gw->sessions */
@@ -197,6 +205,12 @@ struct gw_stats {
 	 * or Cancel Reject (the session stays); commands too large for a
 	 * datagram, rejected (OUCH_REJ_TOO_LARGE) */
 	uint64_t throttle_delayed, throttle_rejected, malformed_rejects, oversize_rejects;
+	/* logins: failed (a wrong password or no such login), locks begun
+	 * (a pair or an address), rejected unverified while locked,
+	 * refused for a full verification queue, verifications done and
+	 * their time */
+	uint64_t login_failures, login_lockouts, login_locked_out_rejects, login_verify_busy,
+		login_verifications, login_verify_ns;
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -353,6 +367,36 @@ struct gw_progress {
 	size_t len;
 };
 
+#define GW_VERIFY_MAX_THREADS 16 /* [gateway] login_verify_threads */
+
+/* A password verification (verify.c): the threads own hash, pw, ok and
+ * ns while it is queued; owner (the session, NULL once it is gone) is the
+ * loop's. */
+struct gw_vjob {
+	char hash[GW_HASH_LEN];
+	char pw[GW_PASSWORD_LEN + 1]; /* normalised; wiped once verified */
+	int ok;
+	uint64_t ns; /* the verification's time */
+	void *owner;
+};
+
+/* The verification threads and their queues (verify.c only). */
+struct gw_verify {
+	struct ev_loop *loop;
+	ev_async async; /* a verdict is done */
+	pthread_t threads[GW_VERIFY_MAX_THREADS];
+	unsigned n_threads;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int made, stop; /* stop under mu */
+	struct gw_vjob *jobs; /* cap: [gateway] max_pending_logins */
+	uint32_t cap, n_free, pending; /* the loop's */
+	uint32_t *free_ids; /* the loop's */
+	uint32_t *todo, todo_head, todo_n; /* rings of cap job ids, under mu */
+	uint32_t *done, done_head, done_n;
+	char dummy[GW_HASH_LEN]; /* verified for a name that is no login */
+};
+
 struct gw {
 	struct ev_loop *loop;
 	struct gw_config cfg;
@@ -368,6 +412,8 @@ struct gw {
 	struct gw_flow flow;
 	struct gw_day day;
 	struct gw_progress prog;
+	struct gw_verify verify;
+	struct lockout *lockout; /* failed logins: back-off and lockouts */
 
 	ev_prepare prepare;
 	ev_timer tick;
@@ -554,5 +600,20 @@ void gw_flow_on_tape(struct gw *g, uint64_t origin_seq, uint64_t tape_seq);
 void gw_flow_on_exec(struct gw *g, unsigned p, uint64_t tape_seq);
 /* session.c: stops (on) or resumes reading every session. */
 void gw_session_pause(struct gw *g, int on);
+
+/* verify.c: password verification off the loop */
+/* Starts [gateway] login_verify_threads threads and a queue of
+ * max_pending_logins jobs. 0 or -errno (logged). */
+int gw_verify_open(struct gw *g);
+void gw_verify_close(struct gw *g); /* accepts one never opened */
+/* Queues the verification of pw (normalised) against hash (NULL: the
+ * dummy hash, for a name that is no login); owner's verdict comes through
+ * gw_session_verdict. The job's id, or -EBUSY when max_pending_logins are
+ * pending. */
+int gw_verify_submit(struct gw *g, const char *hash, const char *pw, void *owner);
+/* Its owner is gone: the verdict is dropped. */
+void gw_verify_cancel(struct gw *g, int id);
+/* session.c: the verdict of a session's verification (ok: 1 or 0). */
+void gw_session_verdict(struct gw *g, void *owner, int ok);
 
 #endif

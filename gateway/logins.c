@@ -65,6 +65,17 @@ static int table_grow(struct gw_logins *t, size_t n)
 	return 0;
 }
 
+/* Once per load of the file: the logins whose password is not hashed. */
+static void warn_plaintext(const struct gw_creds *c, const char *path)
+{
+	char names[256];
+	size_t n = gw_creds_plaintext(c, names, sizeof(names));
+
+	if (n)
+		log_warn("credentials %s: %zu plaintext password%s (%s): rehash with lockstepctl "
+			 "passwd", path, n, n > 1 ? "s" : "", names);
+}
+
 /* A new login t->v[t->n] (not counted yet) for cred. */
 static struct gw_login *login_new(struct gw_logins *t, const struct gw_cred *cred)
 {
@@ -90,6 +101,8 @@ int gw_logins_open(struct gw_logins *t, const struct gw_config *cfg, struct gw_s
 	} else if ((rc = gw_creds_load(&t->creds, cfg->credentials, err, sizeof(err))) < 0) {
 		log_err("credentials: %s", err);
 		return rc;
+	} else {
+		warn_plaintext(&t->creds, cfg->credentials);
 	}
 	if (table_grow(t, t->creds.n) < 0)
 		return -ENOMEM;
@@ -398,6 +411,7 @@ int gw_logins_reload(struct gw_logins *t, const char *path, char *msg, size_t ms
 		gw_creds_fini(&nc);
 		return rc;
 	}
+	warn_plaintext(&nc, path);
 	for (size_t i = 0; i < nc.n; i++)
 		if (!gw_login_find(t, (const uint8_t *)nc.v[i].login, strlen(nc.v[i].login)))
 			n_new++;

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "ouch.h"
@@ -120,6 +121,9 @@ static void session_close(struct gw_session *s, int logout)
 	}
 	if (!logout)
 		g->st.disconnects++;
+	if (s->verify_id >= 0)
+		gw_verify_cancel(g, s->verify_id);
+	ev_timer_stop(g->loop, &s->answer);
 	ev_io_stop(g->loop, &s->rio);
 	ev_io_stop(g->loop, &s->wio);
 	ev_timer_stop(g->loop, &s->timer);
@@ -240,34 +244,85 @@ static void session_end(void *reader)
 
 static const struct gw_reader_ops reader_ops = { session_offer, session_wake, session_end };
 
-static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
+/* ---- login ------------------------------------------------------------- */
+
+static struct log_ratelimit lock_rl = LOG_RATELIMIT_INIT(1, 5); /* lockout lines */
+
+/* Reads again after a Login Request was answered. */
+static void login_resume(struct gw_session *s)
+{
+	s->login_wait = 0;
+	s->verify_id = -1;
+	if (s->state > GW_SESS_ACTIVE || s->gw->flow.paused)
+		return; /* closing, or gw_session_pause() starts it */
+	ev_io_start(s->gw->loop, &s->rio);
+	ev_feed_event(s->gw->loop, &s->rio, EV_READ); /* what came meanwhile */
+}
+
+static void on_answer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct gw_session *s = SESS_OF(w, answer);
+
+	(void)loop;
+	(void)revents;
+	s->login_wait = 0;
+	login_reject(s, s->reject_reason);
+}
+
+/* Login Rejected (reason) after delay ns; nothing is read meanwhile. */
+static void reject_after(struct gw_session *s, char reason, uint64_t delay)
+{
+	if (delay == 0) {
+		s->login_wait = 0;
+		login_reject(s, reason);
+		return;
+	}
+	s->login_wait = 1;
+	s->reject_reason = reason;
+	ev_io_stop(s->gw->loop, &s->rio);
+	ev_timer_set(&s->answer, (ev_tstamp)delay / 1e9, 0.);
+	ev_timer_start(s->gw->loop, &s->answer);
+}
+
+/* A login that failed (wrong password, no such login, revoked): counted
+ * for its username at its address and for its address, answered after
+ * the back-off. */
+static void login_failed(struct gw_session *s, const struct gw_login *l)
 {
 	struct gw *g = s->gw;
-	struct soup_login req;
-	struct gw_login *l;
-	int rc = soup_decode_login(pkt, &req);
+	enum lockout_state locked;
+	uint64_t delay = lockout_fail(g->lockout, s->addr, l ? gw_login_id(l) : LOCKOUT_UNKNOWN,
+				      mono_ns(), &locked);
 
-	if (rc < 0) {
-		protocol_error(s, "bad Login Request", rc);
-		return;
+	g->st.login_failures++;
+	log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: login %s not authorized%s",
+			s->peer, s->req.username, !l ? " (no such login)" : "");
+	if (locked != LOCKOUT_OPEN) {
+		g->st.login_lockouts++;
+		log_ratelimited(&lock_rl, LOG_LVL_WARNING,
+				"session %s: login %s: %s locked out for %.0fs after repeated "
+				"failures", s->peer, s->req.username,
+				locked == LOCKOUT_ADDR ? "its address" : "this login at its address",
+				(double)g->cfg.login_lockout / 1e9);
 	}
-	l = gw_login_find(&g->logins, (const uint8_t *)req.username, strlen(req.username));
-	/* the comparison runs for an unknown login too: its time tells
-	 * nothing of which logins exist */
-	if (!gw_cred_password_ok(l ? &l->cred : NULL, req.password) || l->revoked) {
-		log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: login %s not authorized%s",
-				s->peer, req.username, !l ? " (no such login)" : "");
-		login_reject(s, SOUP_REJECT_NOT_AUTHORIZED);
-		return;
-	}
-	if ((req.session[0] && strcmp(req.session, g->sess.soup_session) != 0) || l->rops ||
-	    g->sess.stopping) {
+	reject_after(s, SOUP_REJECT_NOT_AUTHORIZED, delay);
+}
+
+/* Logs in: the password was right. */
+static void login_accept(struct gw_session *s, struct gw_login *l)
+{
+	struct gw *g = s->gw;
+
+	lockout_success(g->lockout, s->addr, gw_login_id(l), mono_ns());
+	if ((s->req.session[0] && strcmp(s->req.session, g->sess.soup_session) != 0) ||
+	    l->rops || g->sess.stopping) {
+		s->login_wait = 0;
 		login_reject(s, SOUP_REJECT_SESSION_UNAVAILABLE);
 		return;
 	}
 	/* SoupBinTCP: 0 asks for new messages only; n >= 1 replays from n. A
 	 * number past the end means "from the next one". */
-	s->send_seq = (req.seq == 0 || req.seq > l->next_seq) ? l->next_seq : req.seq;
+	s->send_seq = (s->req.seq == 0 || s->req.seq > l->next_seq) ? l->next_seq : s->req.seq;
 	s->login = l;
 	if (!l->bucket_set) {
 		throttle_init(&l->bucket, (double)g->cfg.login_rate, (double)g->cfg.login_burst,
@@ -280,6 +335,92 @@ static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
 	OUT_PACKET(s, soup_build_login_accepted, g->sess.soup_session, s->send_seq);
 	log_info("session %s: %s logged in, next seq %" PRIu64 " of %" PRIu64, s->peer,
 		 l->cred.login, s->send_seq, l->next_seq);
+	login_resume(s);
+}
+
+/* The password of s->req is right (ok) or not. */
+static void login_verdict(struct gw_session *s, int ok)
+{
+	struct gw_login *l = gw_login_find(&s->gw->logins, (const uint8_t *)s->req.username,
+					   strlen(s->req.username));
+
+	if (ok && l && !l->revoked)
+		login_accept(s, l);
+	else
+		login_failed(s, l);
+}
+
+void gw_session_verdict(struct gw *g, void *owner, int ok)
+{
+	struct gw_session *s = owner;
+
+	(void)g;
+	s->verify_id = -1;
+	if (s->state == GW_SESS_LOGIN)
+		login_verdict(s, ok);
+}
+
+/* A Login Request while its username at its address, or its address, is
+ * locked out: rejected without its password being verified. */
+static void login_locked(struct gw_session *s, enum lockout_state ls, uint64_t left)
+{
+	struct gw *g = s->gw;
+
+	g->st.login_locked_out_rejects++;
+	log_ratelimited(&lock_rl, LOG_LVL_NOTICE,
+			"session %s: login %s rejected unverified: %s locked out for %.0fs more",
+			s->peer, s->req.username,
+			ls == LOCKOUT_ADDR ? "its address" : "this login at its address",
+			(double)left / 1e9);
+	reject_after(s, SOUP_REJECT_NOT_AUTHORIZED, g->cfg.login_backoff_max);
+}
+
+/* A Login Request: refused at once while locked out; a plaintext entry's
+ * password compared in line; a hash (and a name that is no login,
+ * against a dummy hash: the time of the answer tells nothing of which
+ * logins exist) verified by verify.c's threads, nothing read meanwhile. */
+static void handle_login(struct gw_session *s, const struct soup_packet *pkt)
+{
+	struct gw *g = s->gw;
+	struct gw_login *l;
+	char pw[GW_PASSWORD_LEN + 1];
+	enum lockout_state ls;
+	uint64_t left = 0;
+	int rc = soup_decode_login(pkt, &s->req);
+
+	if (rc < 0) {
+		protocol_error(s, "bad Login Request", rc);
+		return;
+	}
+	l = gw_login_find(&g->logins, (const uint8_t *)s->req.username, strlen(s->req.username));
+	s->login_wait = 1; /* from here on, until it is answered */
+	ev_io_stop(g->loop, &s->rio);
+	ls = lockout_check(g->lockout, s->addr, l ? gw_login_id(l) : LOCKOUT_UNKNOWN, mono_ns(),
+			   &left);
+	if (ls != LOCKOUT_OPEN) {
+		login_locked(s, ls, left);
+		return;
+	}
+	if (l && !l->cred.hash[0]) {
+		login_verdict(s, gw_cred_password_ok(&l->cred, s->req.password));
+		return;
+	}
+	if (gw_password_normalise(s->req.password, pw) < 0) {
+		login_verdict(s, 0); /* empty: no password is */
+		return;
+	}
+	rc = gw_verify_submit(g, l ? l->cred.hash : NULL, pw, s);
+	explicit_bzero(pw, sizeof(pw));
+	if (rc < 0) {
+		g->st.login_verify_busy++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING,
+				"session %s: login %s: %" PRIu64 " logins being verified already "
+				"(max_pending_logins): closed", s->peer, s->req.username,
+				g->cfg.max_pending_logins);
+		session_close(s, 0);
+		return;
+	}
+	s->verify_id = rc;
 }
 
 static void put_enter(Lockstep__NewOrder *o, const struct ouch_enter_order *e)
@@ -724,9 +865,9 @@ static int handle_packet(struct gw_session *s, const struct soup_packet *pkt)
 static int session_take(struct gw_session *s)
 {
 	struct soup_packet pkt;
-	int rc;
+	int rc = SOUP_E_AGAIN;
 
-	while (s->state <= GW_SESS_ACTIVE && !s->gw->flow.paused &&
+	while (s->state <= GW_SESS_ACTIVE && !s->gw->flow.paused && !s->login_wait &&
 	       (rc = soup_parser_next(&s->parser, &pkt)) == SOUP_OK) {
 		if (handle_packet(s, &pkt) == EDGE_STALL) {
 			soup_parser_unread(&s->parser, &pkt);
@@ -735,7 +876,7 @@ static int session_take(struct gw_session *s)
 			return 0;
 		}
 	}
-	if (s->state > GW_SESS_ACTIVE || s->gw->flow.paused)
+	if (s->state > GW_SESS_ACTIVE || s->gw->flow.paused || s->login_wait)
 		return 0;
 	if (rc != SOUP_E_AGAIN) {
 		protocol_error(s, "bad packet", rc);
@@ -913,7 +1054,8 @@ void gw_session_pause(struct gw *g, int on)
 	ev_tstamp now = ev_now(g->loop);
 
 	for (struct gw_session *s = g->sess.list; s; s = s->next) {
-		if (s->state > GW_SESS_ACTIVE || s->stalled) /* its drain reads it again */
+		/* its drain reads it again; a login being answered, after login_resume */
+		if (s->state > GW_SESS_ACTIVE || s->stalled || s->login_wait)
 			continue;
 		if (on) {
 			ev_io_stop(g->loop, &s->rio);
@@ -992,6 +1134,8 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_init(&s->wio, on_write, fd, EV_WRITE);
 		ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
 		ev_timer_init(&s->drain, on_drain, 0., 0.);
+		ev_timer_init(&s->answer, on_answer, 0., 0.);
+		s->verify_id = -1;
 		if (!g->flow.paused) /* else gw_session_pause() starts it */
 			ev_io_start(loop, &s->rio);
 		ev_timer_start(loop, &s->timer);

@@ -1,5 +1,6 @@
 /* lockstepctl: talks to a lockstep daemon's control socket; `keygen` makes
- * and rotates cluster key files (ops/keygen.c). */
+ * and rotates cluster key files (ops/keygen.c); `passwd` hashes a login's
+ * password for the gateway's credentials file (ops/passwd.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "ctl.h"
 #include "ctl_admin.h"
 #include "keygen.h"
+#include "passwd.h"
 
 enum { EXIT_USAGE = 2, EXIT_CONNECT = 3 };
 
@@ -20,9 +22,11 @@ static void usage(FILE *out)
 	fputs("Usage: lockstepctl [--socket PATH | --node NAME] [--json | --prometheus]\n"
 	      "                   [--timeout MS] COMMAND [ARG]\n"
 	      "       lockstepctl keygen [--add | --send ID | --remove ID] FILE\n"
+	      "       lockstepctl passwd [LOGIN FIRM [cancel_on_disconnect]]\n"
 	      "\n"
-	      "Talks to one lockstep daemon through its control socket, or writes the\n"
-	      "cluster key file its [node] key_file names.\n"
+	      "Talks to one lockstep daemon through its control socket, writes the\n"
+	      "cluster key file its [node] key_file names, or hashes a password for a\n"
+	      "gateway's credentials file.\n"
 	      "\n"
 	      "Commands:\n"
 	      "  status            role, state, term, positions, state hash, io path,\n"
@@ -56,9 +60,11 @@ static void usage(FILE *out)
 	      "\n",
 	      out);
 	keygen_usage(out);
+	fputs("\n", out);
+	passwd_usage(out);
 	fputs("\n"
-	      "Exit status: 0 success, 1 the daemon answered with an error (keygen: it\n"
-	      "refused or failed), 2 usage, 3 no daemon answered on the socket.\n",
+	      "Exit status: 0 success, 1 the daemon answered with an error (keygen,\n"
+	      "passwd: it refused or failed), 2 usage, 3 no daemon answered on the socket.\n",
 	      out);
 }
 
@@ -536,6 +542,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "keygen") == 0)
 		return keygen_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "passwd") == 0)
+		return passwd_main(argc - 1, argv + 1);
 	if ((rc = parse_options(argc, argv, &a)) >= 0)
 		return rc;
 	if (optind < argc && strcmp(argv[optind], "keygen") == 0) {

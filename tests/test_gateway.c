@@ -16,6 +16,7 @@
 #include "addrlist.h"
 #include "gateway.h"
 #include "gw_private.h" /* gw_exec_live */
+#include "lockout.h"
 #include "lockstep.pb-c.h"
 #include "moldudp64.h"
 #include "net.h"
@@ -143,6 +144,226 @@ START_TEST(creds_file)
 	ck_assert_int_lt(gw_creds_load(&c, path, err, sizeof(err)), 0);
 	gw_creds_fini(&c);
 	unlink(path);
+}
+END_TEST
+
+/* A password as SoupBinTCP compares it: padding cut, upper-cased, 1..10
+ * alphanumerics. */
+START_TEST(password_normalise)
+{
+	char out[GW_PASSWORD_LEN + 1] = "KEEP";
+
+	ck_assert_int_eq(gw_password_normalise("pw1", out), 0);
+	ck_assert_str_eq(out, "PW1");
+	ck_assert_int_eq(gw_password_normalise("PassW0rd  ", out), 0);
+	ck_assert_str_eq(out, "PASSW0RD");
+	ck_assert_int_eq(gw_password_normalise("abcdefghij", out), 0);
+	ck_assert_str_eq(out, "ABCDEFGHIJ");
+	strcpy(out, "KEEP");
+	ck_assert_int_eq(gw_password_normalise("", out), -EINVAL);
+	ck_assert_int_eq(gw_password_normalise("   ", out), -EINVAL);
+	ck_assert_int_eq(gw_password_normalise(" pw", out), -EINVAL);
+	ck_assert_int_eq(gw_password_normalise("p w", out), -EINVAL);
+	ck_assert_int_eq(gw_password_normalise("abcdefghijk", out), -EINVAL);
+	ck_assert_int_eq(gw_password_normalise("p@ss", out), -EINVAL);
+	ck_assert_str_eq(out, "KEEP");
+}
+END_TEST
+
+/* A hashed entry: made as lockstepctl passwd makes it, verified without
+ * regard to case; a hash that is not Argon2id, is malformed or costs too
+ * much is refused when the file is read. */
+START_TEST(cred_hash)
+{
+	char h[GW_HASH_LEN], value[GW_HASH_LEN + 32], err[256], pw[GW_PASSWORD_LEN + 1];
+	struct gw_cred c;
+
+	ck_assert_int_eq(gw_password_normalise("PassW0rd", pw), 0);
+	ck_assert_int_eq(gw_password_hash(pw, h), 0);
+	ck_assert_int_eq(strncmp(h, "$argon2id$v=19$m=12288,t=3,p=1$", 31), 0);
+	snprintf(value, sizeof(value), "%s FRMA cancel_on_disconnect", h);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), 0);
+	ck_assert_str_eq(c.hash, h);
+	ck_assert_str_eq(c.password, "");
+	ck_assert_str_eq(c.firm, "FRMA");
+	ck_assert_int_eq(c.cancel_on_disconnect, 1);
+	ck_assert_int_eq(gw_hash_check(h, err, sizeof(err)), 0);
+	ck_assert_int_eq(gw_password_normalise("passw0rd", pw), 0);
+	ck_assert_int_eq(gw_password_verify(c.hash, pw), 1);
+	ck_assert_int_eq(gw_password_normalise("PASSW0RD  ", pw), 0);
+	ck_assert_int_eq(gw_password_verify(c.hash, pw), 1);
+	ck_assert_int_eq(gw_password_verify(c.hash, "PASSW0R"), 0);
+	ck_assert_int_eq(gw_password_verify(c.hash, "PassW0rd"), 0); /* not normalised */
+	/* a plaintext password is no hash: not verified as one */
+	ck_assert_int_eq(gw_password_verify("PW1", "PW1"), 0);
+
+	static const char *const bad[] = {
+		"$argon2i$v=19$m=12288,t=3,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGg",
+		"$argon2id$v=19$m=12288,t=3,p=1$!!!$###",
+		"$argon2id$v=19$m=12288,t=3,p=1$",
+		"$argon2id$v=19$m=1048576,t=3,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGg",
+		"$argon2id$v=19$m=12288,t=99,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGg",
+		"$argon2id$m=12288",
+		"$2b$10$abcdefghijklmnopqrstuv",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(value, sizeof(value), "%s FRMA", bad[i]);
+		err[0] = '\0';
+		ck_assert_msg(gw_cred_parse("tradr1", value, &c, err, sizeof(err)) == -EINVAL,
+			      "bad hash %zu taken", i);
+		ck_assert_ptr_nonnull(strstr(err, "hash"));
+	}
+	/* well formed, but too costly for every failed login to pay */
+	snprintf(value, sizeof(value), "$argon2id$v=19$m=1048576,t=3,p=1$%s FRMA", h + 31);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "costs"));
+	snprintf(value, sizeof(value), "$argon2id$v=19$m=12288,t=99,p=1$%s FRMA", h + 31);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "costs"));
+	/* the hash cut short by one character, or one too long */
+	snprintf(value, sizeof(value), "%.*s FRMA", (int)strlen(h) - 1, h);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	snprintf(value, sizeof(value), "%sA FRMA", h);
+	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+/* A file of both kinds loads; the plaintext entries are named. */
+START_TEST(creds_plaintext_named)
+{
+	char path[] = "/tmp/test_gateway_credsXXXXXX", err[512], h[GW_HASH_LEN], names[64];
+	struct gw_creds c = { 0 };
+	int fd = mkstemp(path);
+	FILE *fp = fdopen(fd, "w");
+
+	ck_assert_int_eq(gw_password_hash("PW2", h), 0);
+	fprintf(fp, "[logins]\nTRADR1 = pw1 FRMA\nTRADR2 = %s FRMB\nTRADR3 = pw3 FRMA\n", h);
+	fclose(fp);
+	ck_assert_int_eq(gw_creds_load(&c, path, err, sizeof(err)), 0);
+	ck_assert_uint_eq(c.n, 3);
+	ck_assert_uint_eq(gw_creds_plaintext(&c, names, sizeof(names)), 2);
+	ck_assert_str_eq(names, "TRADR1, TRADR3");
+	ck_assert_str_eq(gw_creds_find(&c, "tradr2")->hash, h);
+	gw_creds_fini(&c);
+	unlink(path);
+}
+END_TEST
+
+/* ---- the failed-login table (lockout.c), time passed in ---------------- */
+
+#define MS (UINT64_C(1000000))
+#define SEC (1000 * MS)
+
+static const struct lockout_config lcfg = {
+	.pair_max = 3, .addr_max = 6, .window_ns = 60 * SEC, .lockout_ns = 30 * SEC,
+	.backoff_ns = 100 * MS, .backoff_max_ns = 1000 * MS,
+};
+
+/* The delay doubles with each failure up to the cap; the third failure of
+ * a login at an address locks that pair only: the same login from another
+ * address, and another login from the same address, still try. */
+START_TEST(lockout_pair)
+{
+	struct lockout *t = lockout_new(1024, &lcfg, 42);
+	enum lockout_state locked;
+	uint64_t left = 0, now = 1000 * SEC;
+	const uint32_t a = 0x7f000002, b = 0x7f000003;
+
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(lockout_check(t, a, 1, now, &left), LOCKOUT_OPEN);
+	ck_assert_uint_eq(lockout_fail(t, a, 1, now, &locked), 100 * MS);
+	ck_assert_int_eq(locked, LOCKOUT_OPEN);
+	ck_assert_uint_eq(lockout_fail(t, a, 1, now + 1, &locked), 200 * MS);
+	ck_assert_int_eq(lockout_check(t, a, 1, now + 2, &left), LOCKOUT_OPEN);
+	ck_assert_uint_eq(lockout_fail(t, a, 1, now + 2, &locked), 1000 * MS); /* locked: the cap */
+	ck_assert_int_eq(locked, LOCKOUT_PAIR);
+	ck_assert_int_eq(lockout_check(t, a, 1, now + 3, &left), LOCKOUT_PAIR);
+	ck_assert_uint_eq(left, 30 * SEC - 1);
+	ck_assert_int_eq(lockout_check(t, b, 1, now + 3, &left), LOCKOUT_OPEN);
+	ck_assert_int_eq(lockout_check(t, a, 2, now + 3, &left), LOCKOUT_OPEN);
+	/* a success elsewhere does not unlock it; the lock ends on time */
+	lockout_success(t, b, 1, now + 4);
+	lockout_success(t, a, 1, now + 4);
+	ck_assert_int_eq(lockout_check(t, a, 1, now + 30 * SEC + 1, &left), LOCKOUT_PAIR);
+	ck_assert_int_eq(lockout_check(t, a, 1, now + 30 * SEC + 2, &left), LOCKOUT_OPEN);
+	/* after the lock the pair counts afresh, but the back-off follows the
+	 * address's count too: its 4th failure */
+	ck_assert_uint_eq(lockout_fail(t, a, 1, now + 31 * SEC, &locked), 800 * MS);
+	ck_assert_int_eq(locked, LOCKOUT_OPEN);
+	lockout_free(t);
+}
+END_TEST
+
+/* Failures of many logins from one address lock the address: every login
+ * from it, a real one included, is locked out; another address is not.
+ * The back-off follows the address's count too (a login per guess gains
+ * nothing). */
+START_TEST(lockout_address)
+{
+	struct lockout *t = lockout_new(1024, &lcfg, 7);
+	enum lockout_state locked = LOCKOUT_OPEN;
+	uint64_t left, now = 5 * SEC, d = 0;
+	const uint32_t a = 0x7f000002;
+
+	for (uint32_t login = 0; login < 5; login++) {
+		d = lockout_fail(t, a, login, now, &locked);
+		ck_assert_int_eq(locked, LOCKOUT_OPEN);
+	}
+	ck_assert_uint_eq(d, 1000 * MS); /* 100 ms x 2^4, capped */
+	lockout_fail(t, a, LOCKOUT_UNKNOWN, now, &locked);
+	ck_assert_int_eq(locked, LOCKOUT_ADDR);
+	ck_assert_int_eq(lockout_check(t, a, 9, now, &left), LOCKOUT_ADDR);
+	ck_assert_int_eq(lockout_check(t, a, LOCKOUT_UNKNOWN, now, &left), LOCKOUT_ADDR);
+	ck_assert_int_eq(lockout_check(t, a + 1, 9, now, &left), LOCKOUT_OPEN);
+	ck_assert_int_eq(lockout_check(t, a, 9, now + 30 * SEC, &left), LOCKOUT_OPEN);
+	lockout_free(t);
+}
+END_TEST
+
+/* Failures further apart than the window are counted afresh; a success
+ * forgets the pair's failures. */
+START_TEST(lockout_window_and_success)
+{
+	struct lockout *t = lockout_new(64, &lcfg, 1);
+	enum lockout_state locked;
+	uint64_t left, now = 100 * SEC;
+
+	lockout_fail(t, 1, 1, now, &locked);
+	lockout_fail(t, 1, 1, now + SEC, &locked);
+	ck_assert_uint_eq(lockout_fail(t, 1, 1, now + 62 * SEC, &locked), 100 * MS);
+	ck_assert_int_eq(locked, LOCKOUT_OPEN);
+	lockout_fail(t, 2, 1, now, &locked);
+	lockout_fail(t, 2, 1, now, &locked);
+	lockout_success(t, 2, 1, now);
+	lockout_fail(t, 2, 1, now, &locked);
+	ck_assert_int_eq(locked, LOCKOUT_OPEN);
+	ck_assert_int_eq(lockout_check(t, 2, 1, now, &left), LOCKOUT_OPEN);
+	lockout_free(t);
+}
+END_TEST
+
+/* A table far too small for the addresses failing: every call stays
+ * bounded, evictions are counted, and a locked address is evicted only
+ * after the unlocked ones around it. */
+START_TEST(lockout_eviction)
+{
+	struct lockout *t = lockout_new(64, &lcfg, 3);
+	struct lockout_counts lc;
+	enum lockout_state locked;
+	uint64_t left, now = 10 * SEC;
+
+	for (int i = 0; i < 6; i++)
+		lockout_fail(t, 0x0a000001, LOCKOUT_UNKNOWN, now, &locked);
+	ck_assert_int_eq(locked, LOCKOUT_ADDR);
+	for (uint32_t i = 0; i < 100000; i++)
+		lockout_fail(t, 0x0b000000 + i, 1, now + i, &locked);
+	lockout_counts(t, &lc);
+	ck_assert_uint_eq(lc.capacity, 64);
+	ck_assert_uint_le(lc.entries, 64);
+	ck_assert_uint_gt(lc.evictions, 90000);
+	/* the locked address outlived 200,000 unlocked entries */
+	ck_assert_int_eq(lockout_check(t, 0x0a000001, 1, now + 100000, &left), LOCKOUT_ADDR);
+	lockout_free(t);
 }
 END_TEST
 
@@ -464,8 +685,13 @@ static void rig_open_ex(struct rig *r, char extra[][160], int n_extra)
 
 	snprintf(r->dir, sizeof(r->dir), "/tmp/test_gateway_%d", (int)getpid());
 	snprintf(creds, sizeof(creds), "%s.creds", r->dir);
+	static char pw3[GW_HASH_LEN]; /* TRADR3's, hashed once */
+
+	if (!pw3[0])
+		ck_assert_int_eq(gw_password_hash("PW3", pw3), 0);
 	f = fopen(creds, "w");
-	fputs("[logins]\nTRADR1 = pw1 FRMA\nTRADR2 = pw2 FRMB cancel_on_disconnect\n", f);
+	fprintf(f, "[logins]\nTRADR1 = pw1 FRMA\nTRADR2 = pw2 FRMB cancel_on_disconnect\n"
+		   "TRADR3 = %s FRMA\n", pw3);
 	fclose(f);
 	r->seq_fd = udp_bound(&sp);
 	r->tape_port = base;
@@ -619,6 +845,72 @@ START_TEST(login_rejects)
 	ck_assert_int_eq(write(fd, "\x00\x01Q", 3), 3);
 	ck_assert_int_eq(client_read(&r, fd, b, sizeof(b), &len), 0);
 	close(fd);
+	rig_close(&r);
+}
+END_TEST
+
+/* A client socket from source address src (127/8) to the rig. */
+static int client_connect_from(struct rig *r, const char *src)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)r->port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in b = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_eq(inet_pton(AF_INET, src, &b.sin_addr), 1);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof(b)), 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ev_run(r->loop, EVRUN_NOWAIT);
+	return fd;
+}
+
+/* One login attempt of user/pw from src: the answer's type ('A', 'J'),
+ * the reject reason in *reason. */
+static int try_login(struct rig *r, const char *src, const char *user, const char *pw,
+		     char *reason)
+{
+	uint8_t b[128];
+	size_t len;
+	int fd = client_connect_from(r, src), t;
+
+	client_login(fd, user, pw, "", 0);
+	t = client_read(r, fd, b, sizeof(b), &len);
+	*reason = (char)b[1];
+	close(fd);
+	return t;
+}
+
+/* A hashed password, verified off the loop without regard to case; two
+ * failures of TRADR3 at 127.0.0.1 lock it there: its right password is
+ * then rejected unverified, while TRADR3 still logs in from 127.0.0.2. */
+START_TEST(login_hashed_and_locked)
+{
+	char extra[3][160] = { "gateway.login_failures_before_lockout=2",
+			       "gateway.login_backoff=10ms", "gateway.login_backoff_max=50ms" };
+	struct rig r;
+	char why = 0;
+
+	rig_open_ex(&r, extra, 3);
+	ck_assert_int_eq(try_login(&r, "127.0.0.1", "TRADR3", "pw3", &why), 'A');
+	ck_assert_uint_eq(r.gw->st.login_verifications, 1);
+	ck_assert_int_eq(try_login(&r, "127.0.0.1", "TRADR3", "pw4", &why), 'J');
+	ck_assert_int_eq(why, 'A');
+	ck_assert_int_eq(try_login(&r, "127.0.0.1", "TRADR3", "PW5", &why), 'J');
+	ck_assert_uint_eq(r.gw->st.login_failures, 2);
+	ck_assert_uint_eq(r.gw->st.login_lockouts, 1);
+	ck_assert_uint_eq(r.gw->st.login_verifications, 3);
+	ck_assert_int_eq(try_login(&r, "127.0.0.1", "TRADR3", "pw3", &why), 'J');
+	ck_assert_int_eq(why, 'A');
+	ck_assert_uint_eq(r.gw->st.login_locked_out_rejects, 1);
+	ck_assert_uint_eq(r.gw->st.login_verifications, 3); /* not verified */
+	/* another login at that address is not locked; the locked one is not
+	 * locked elsewhere */
+	ck_assert_int_eq(try_login(&r, "127.0.0.1", "TRADR1", "PW1", &why), 'A');
+	ck_assert_int_eq(try_login(&r, "127.0.0.2", "tradr3", "Pw3", &why), 'A');
+	ck_assert_uint_eq(r.gw->st.logins, 3);
+	/* a name that is no login is verified too (against the dummy hash) */
+	ck_assert_int_eq(try_login(&r, "127.0.0.3", "NOBODY", "pw3", &why), 'J');
+	ck_assert_uint_eq(r.gw->st.login_verifications, 5);
 	rig_close(&r);
 }
 END_TEST
@@ -1423,7 +1715,7 @@ START_TEST(day_system_events)
 	tape_send(&r, mc, NULL, "TAPE", 2, 2, TAPE_DAY_END, 1); /* a copy */
 	tape_send(&r, mc, NULL, "TAPE", 3, 3, TAPE_DAY_END, 1); /* the same event again */
 	client_quiet(&r, fd, 150);
-	ck_assert_uint_eq(r.gw->st.day_events, 2); /* TRADR1 and TRADR2 */
+	ck_assert_uint_eq(r.gw->st.day_events, 3); /* TRADR1, TRADR2 and TRADR3 */
 
 	/* a restart that lost its progress file finds it in the journals */
 	close(fd);
@@ -1550,6 +1842,13 @@ static Suite *gateway_suite(void)
 	tcase_add_test(tc, cred_password_check);
 	tcase_add_loop_test(tc, cred_invalid, 0, (int)(sizeof(bad_creds) / sizeof(bad_creds[0])));
 	tcase_add_test(tc, creds_file);
+	tcase_add_test(tc, password_normalise);
+	tcase_add_test(tc, cred_hash);
+	tcase_add_test(tc, creds_plaintext_named);
+	tcase_add_test(tc, lockout_pair);
+	tcase_add_test(tc, lockout_address);
+	tcase_add_test(tc, lockout_window_and_success);
+	tcase_add_test(tc, lockout_eviction);
 	tcase_add_test(tc, default_session);
 	tcase_add_test(tc, addr_list_good);
 	tcase_add_loop_test(tc, addr_list_bad, 0, (int)(sizeof(bad_lists) / sizeof(bad_lists[0])));
@@ -1560,6 +1859,7 @@ static Suite *gateway_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tl, 20);
 	tcase_add_test(tl, login_rejects);
+	tcase_add_test(tl, login_hashed_and_locked);
 	tcase_add_test(tl, order_to_command);
 	tcase_add_test(tl, heartbeat_and_idle);
 	tcase_add_test(tl, two_sequencers);
