@@ -1654,6 +1654,42 @@ static void gen_one(struct rcmd *r, uint64_t *s, uint32_t *next_tok)
 	strcpy(r->c.firm, firm);
 }
 
+/* An operator's command: limits, a kill switch (with cancel or not), a
+ * lift (most often: switches do not stay on long) or a reference price. */
+static void gen_admin(struct rcmd *r, uint64_t *s)
+{
+	uint32_t x = (uint32_t)(rnd(s) % 100), scope = rnd(s) % 2 ? ENGINE_SCOPE_FIRM : ENGINE_SCOPE_USER;
+	char name[8];
+	struct risk_limits *l;
+
+	if (scope == ENGINE_SCOPE_FIRM)
+		snprintf(name, sizeof(name), "F%u", (uint32_t)(rnd(s) % R_FIRMS));
+	else
+		snprintf(name, sizeof(name), "U%02u", (uint32_t)(rnd(s) % R_USERS));
+	if (rnd(s) % 8 == 0)
+		strcpy(name, "*");
+	if (x < 40) {
+		r->c = adm(ENGINE_ADMIN_LIMITS, scope, name);
+		l = &r->c.u.admin.limits;
+		l->set = (uint32_t)(rnd(s) % 32);
+		l->max_qty = l->set & RISK_MAX_QTY ? (uint32_t)(rnd(s) % 5) * 100 : 0;
+		l->max_notional = l->set & RISK_MAX_NOTIONAL ? (rnd(s) % 5) * 2000ull * 10000 : 0;
+		l->collar_bp = l->set & RISK_COLLAR ? (uint32_t)(rnd(s) % 4) * 20 : 0;
+		l->max_open = l->set & RISK_MAX_OPEN ? (uint32_t)(rnd(s) % 5) * 8 : 0;
+		l->credit = l->set & RISK_CREDIT ? (rnd(s) % 5) * 100000ull * 10000 : 0;
+	} else if (x < 55) {
+		r->c = adm_kill(scope, name, (int)(rnd(s) % 2));
+	} else if (x < 85) {
+		r->c = adm(ENGINE_ADMIN_LIFT, scope, name);
+	} else {
+		uint32_t sym = (uint32_t)(rnd(s) % R_SYMS);
+
+		r->c = adm_ref(rsyms[sym], rprice(s, sym));
+	}
+}
+
+static int r_risk; /* gen_tape writes Admin commands too */
+
 static struct rcmd *gen_tape(size_t n, uint64_t seed)
 {
 	struct rcmd *v = calloc(n, sizeof(*v));
@@ -1669,6 +1705,11 @@ static struct rcmd *gen_tape(size_t n, uint64_t seed)
 		t += rnd(&s) % 2000000; /* up to 2 ms between events */
 		v[i].t = t;
 		gen_one(&v[i], &s, next_tok);
+		if (r_risk && rnd(&s) % 200 == 0) {
+			v[i].advance = 0;
+			v[i].fresh = 0;
+			gen_admin(&v[i], &s);
+		}
 	}
 	return v;
 }
@@ -1682,6 +1723,29 @@ static struct engine *rengine_with(uint32_t max_orders, uint32_t max_tokens)
 		.max_users = 1024,
 	};
 
+	ck_assert_int_eq(engine_create(&e, &cfg), 0);
+	return e;
+}
+
+/* The random tape's engine with a risk configuration (variant 0 or 1). */
+static struct engine *rengine_risk(int variant)
+{
+	struct engine *e;
+	struct engine_cmd c[4] = {
+		adm_limits(ENGINE_SCOPE_USER, "*", variant ? "max_open=31" : "max_open=30"),
+		adm_limits(ENGINE_SCOPE_FIRM, "F1", "max_qty=300 collar=2%"),
+		adm_limits(ENGINE_SCOPE_USER, "U03", "credit=500000"),
+		adm_ref("S010", 210000),
+	};
+	struct engine_admin_cmd a[4];
+	struct engine_config cfg = {
+		.symbols = rsyms, .n_symbols = R_SYMS, .max_shares = 1000000,
+		.max_orders = 1u << 16, .max_tokens = 1u << 19, .max_levels = 256,
+		.max_users = 1024, .risk = a, .n_risk = 4,
+	};
+
+	for (int i = 0; i < 4; i++)
+		a[i] = c[i].u.admin;
 	ck_assert_int_eq(engine_create(&e, &cfg), 0);
 	return e;
 }
@@ -2171,6 +2235,99 @@ START_TEST(snapshot_dead_tokens)
 }
 END_TEST
 
+/* A random tape with Admin commands (limits, kill switches with and without
+ * cancel, lifts, references) on a configured engine: two engines agree
+ * message for message and hash for hash, engine_verify (which recomputes
+ * the per-user and per-firm aggregates) passes throughout, every risk
+ * reason occurs; a snapshot mid-tape keeps the hash and the risk state and
+ * both engines answer the rest alike; an engine configured otherwise loads
+ * it but hashes differently. */
+START_TEST(risk_random_tape)
+{
+	const size_t n = 100000, cut = 60000;
+	struct rcmd *v;
+	struct engine *a, *b, *c, *d;
+	struct cap ca = { 0 }, cb = { 0 }, cc = { 0 };
+	struct membuf mb = { 0 };
+	struct engine_stats sa, sc;
+	uint64_t da, db;
+
+	r_risk = 1;
+	v = gen_tape(n, 0x715c0ffeeull);
+	r_risk = 0;
+	a = rengine_risk(0);
+	b = rengine_risk(0);
+	c = rengine_risk(0);
+	d = rengine_risk(1);
+	da = run_tape(a, v, n, &ca, 5000);
+	db = run_tape(b, v, n, &cb, 0);
+	ck_assert_uint_eq(da, db);
+	ck_assert_uint_eq(engine_hash(a), engine_hash(b));
+	ck_assert_int_eq(engine_verify(a), 0);
+	engine_get_stats(a, &sa);
+	printf("risk tape: %llu admin (%llu ignored), %llu risk rejects (a %llu, m %llu, n %llu, "
+	       "X %llu, q %llu, r %llu), %llu kill cancels, %llu matches\n",
+	       (unsigned long long)sa.admin_events, (unsigned long long)sa.admin_ignored,
+	       (unsigned long long)sa.risk_rejects, (unsigned long long)sa.risk_killed,
+	       (unsigned long long)sa.risk_qty, (unsigned long long)sa.risk_notional,
+	       (unsigned long long)sa.risk_collar, (unsigned long long)sa.risk_open,
+	       (unsigned long long)sa.risk_credit, (unsigned long long)sa.kill_cancels,
+	       (unsigned long long)sa.matches);
+	ck_assert_uint_gt(sa.admin_events, 200);
+	ck_assert_uint_gt(sa.risk_killed, 10);
+	ck_assert_uint_gt(sa.risk_qty, 10);
+	ck_assert_uint_gt(sa.risk_notional, 10);
+	ck_assert_uint_gt(sa.risk_collar, 10);
+	ck_assert_uint_gt(sa.risk_open, 10);
+	ck_assert_uint_gt(sa.risk_credit, 0);
+	ck_assert_uint_gt(sa.kill_cancels, 10);
+	ck_assert_uint_eq(sa.risk_rejects, sa.risk_killed + sa.risk_qty + sa.risk_notional +
+						   sa.risk_collar + sa.risk_open + sa.risk_credit);
+	ck_assert_uint_gt(sa.matches, 500);
+	/* the snapshot mid-tape */
+	run_range(c, v, 0, cut, &cc);
+	ck_assert_int_eq(engine_snapshot_write(c, mem_write, &mb), 0);
+	engine_destroy(b);
+	b = rengine_risk(0);
+	ck_assert_int_eq(engine_snapshot_read(b, mem_read, &mb), 0);
+	ck_assert_uint_eq(mb.off, mb.len);
+	ck_assert_uint_eq(engine_hash(b), engine_hash(c));
+	ck_assert_int_eq(engine_verify(b), 0);
+	engine_get_stats(c, &sc);
+	engine_get_stats(b, &sa);
+	ck_assert_int_eq(memcmp(&sa, &sc, sizeof(sa)), 0);
+	for (uint32_t k = 0; k < R_USERS + R_FIRMS; k++) {
+		struct engine_risk_view vc, vb;
+		uint32_t scope = k < R_USERS ? ENGINE_SCOPE_USER : ENGINE_SCOPE_FIRM;
+		char name[8];
+		int rc;
+
+		if (k < R_USERS)
+			snprintf(name, sizeof(name), "U%02u", k);
+		else
+			snprintf(name, sizeof(name), "F%u", k - R_USERS);
+		memset(&vc, 0, sizeof(vc));
+		memset(&vb, 0, sizeof(vb));
+		rc = engine_get_risk(c, scope, name, &vc);
+		ck_assert_int_eq(engine_get_risk(b, scope, name, &vb), rc);
+		ck_assert_int_eq(memcmp(&vc, &vb, sizeof(vc)), 0);
+	}
+	mb.off = 0;
+	ck_assert_int_eq(engine_snapshot_read(d, mem_read, &mb), 0);
+	ck_assert_uint_ne(engine_hash(d), engine_hash(c)); /* another configuration */
+	ck_assert_uint_eq(run_range(b, v, cut, n, &cb), run_range(c, v, cut, n, &cc));
+	ck_assert_uint_eq(engine_hash(b), engine_hash(c));
+	ck_assert_uint_eq(engine_hash(b), engine_hash(a));
+	ck_assert_int_eq(engine_verify(b), 0);
+	engine_destroy(a);
+	engine_destroy(b);
+	engine_destroy(c);
+	engine_destroy(d);
+	free(mb.p);
+	free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -2223,6 +2380,7 @@ int main(void)
 	tcase_add_test(tr, snapshot_day_round_trip);
 	tcase_add_test(tr, snapshot_million_orders);
 	tcase_add_test(tr, snapshot_dead_tokens);
+	tcase_add_test(tr, risk_random_tape);
 	suite_add_tcase(s, tr);
 	return testutil_run(s, 0);
 }
