@@ -1698,7 +1698,7 @@ static struct rcmd *gen_tape(size_t n, uint64_t seed)
 
 	ck_assert_ptr_nonnull(v);
 	for (int i = 0; i < R_SYMS; i++) {
-		snprintf(rsym_names[i], sizeof(rsym_names[i]), "S%03d", i);
+		snprintf(rsym_names[i], sizeof(rsym_names[i]), "S%03u", (unsigned)i % 1000);
 		rsyms[i] = rsym_names[i];
 	}
 	for (size_t i = 0; i < n; i++) {
