@@ -1,8 +1,8 @@
 /* The matching engine's commands (semantics in engine.h): Enter, Replace,
  * Cancel, Modify and Cancel All, matching in price-time priority, expiry,
  * the trading day's END and START, and the outbound messages they answer
- * with. The tables they work on are
- * engine_book.c's (engine_private.h). */
+ * with. The tables they work on are engine_book.c's (engine_private.h);
+ * the risk checks and ENGINE_ADMIN are engine_risk.c's. */
 #include <stddef.h>
 #include <string.h>
 #include <xxhash.h>
@@ -171,8 +171,7 @@ static void emit_cancel_reject(struct engine *e, const char *user, const char *t
 	emit(e, user, &m);
 }
 
-/* Removes a booked order with a Canceled message. */
-static void cancel_booked(struct engine *e, uint32_t oi, char reason)
+void engine_cancel_booked(struct engine *e, uint32_t oi, char reason)
 {
 	struct order *o = &e->orders[oi];
 
@@ -235,8 +234,10 @@ static void execute(struct engine *e, uint32_t ri, struct order *o, uint32_t sha
 	struct order *r = &e->orders[ri];
 	uint64_t match = e->next_match++;
 
+	risk_release(e, r, shares);
 	r->shares -= shares;
 	o->shares -= shares;
+	engine_risk_trade(e, r->sym, r->price);
 	e->st.matches++;
 	e->st.shares_matched += shares;
 	emit_executed(e, r, shares, r->price, OUCH_LIQ_ADDED, match);
@@ -359,12 +360,12 @@ static int is_ioc(uint32_t price, uint32_t tif)
 }
 
 /* Pools, post-only and level room for an Enter that passed validation. */
-static int check_enter_room(const struct engine *e, uint32_t user, uint32_t sym,
+static int check_enter_room(const struct engine *e, uint32_t user, uint32_t firm, uint32_t sym,
 			    const struct ouch_enter_order *in)
 {
 	struct order probe;
 
-	if (user == 0 || e->n_tokens >= e->max_tokens || e->order_free == NONE)
+	if (user == 0 || firm == NONE || e->n_tokens >= e->max_tokens || e->order_free == NONE)
 		return OUCH_REJ_OTHER;
 	probe.side = in->side;
 	probe.price = in->price;
@@ -387,19 +388,29 @@ static void login_str(char out[8], const char *user)
 	out[7] = '\0';
 }
 
-static uint32_t pack_firm(const char *firm)
+/* The firm id of the user's login firm (cached in the user: a login keeps
+ * its firm); NONE when the firm table is full. */
+static uint32_t firm_of(struct engine *e, uint32_t user, const char *firm)
 {
-	uint32_t v = 0;
+	struct user *u = &e->users[user];
+	uint32_t name = 0, id;
 
-	memcpy(&v, firm, strnlen(firm, OUCH_FIRM_LEN));
-	return v;
+	memcpy(&name, firm, strnlen(firm, OUCH_FIRM_LEN));
+	if (u->fid != NONE && u->fname == name)
+		return u->fid;
+	id = engine_risk_firm(e, firm, 1);
+	if (id != NONE) {
+		u->fname = name;
+		u->fid = id;
+	}
+	return id;
 }
 
 static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 {
 	const struct ouch_enter_order *in = &cmd->u.enter;
 	char key[OUCH_TOKEN_LEN], login[8];
-	uint32_t user = engine_book_user(e, cmd->user, 1), slot = NONE, sym = NONE, oi;
+	uint32_t user = engine_book_user(e, cmd->user, 1), slot = NONE, sym = NONE, firm = NONE, oi;
 	int found = 0, reason;
 	uint64_t h;
 	struct order *o;
@@ -418,8 +429,12 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 			return;
 		}
 	}
+	if (!reason && user != 0)
+		firm = firm_of(e, user, cmd->firm);
+	if (!reason && firm != NONE)
+		reason = engine_risk_check(e, user, firm, sym, in->shares, in->price, NULL);
 	if (!reason)
-		reason = check_enter_room(e, user, sym, in);
+		reason = check_enter_room(e, user, firm, sym, in);
 	if (reason) {
 		if (user != 0 && e->n_tokens < e->max_tokens)
 			token_insert(e, slot, user, h, key, NONE);
@@ -429,7 +444,7 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 		emit_rejected(e, login, in->token, reason);
 		return;
 	}
-	oi = engine_book_order_alloc(e, user);
+	oi = engine_book_order_alloc(e, user, firm);
 	o = &e->orders[oi];
 	o->price = in->price;
 	o->shares = in->shares;
@@ -438,7 +453,6 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	o->display = in->display;
 	o->capacity = in->capacity;
 	o->cross_type = in->cross_type;
-	o->firm = pack_firm(cmd->firm);
 	memcpy(o->ofirm, in->firm, strnlen(in->firm, OUCH_FIRM_LEN));
 	o->expire_ns = is_ioc(in->price, in->tif) ? NO_EXPIRY : expiry_of(e->now_ns, in->tif);
 	o->ref = e->next_ref++;
@@ -448,17 +462,23 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	run_incoming(e, oi, in->min_qty, is_ioc(in->price, in->tif));
 }
 
-/* 0 when the replace can be applied to o, else why not. */
-static int check_replace(const struct engine *e, const struct ouch_replace_order *rp,
-			 const struct order *o, int keep)
+/* 0 when the replace's fields are valid, else why not. */
+static int check_replace(const struct engine *e, const struct ouch_replace_order *rp)
 {
-	struct order probe;
 	int r = ouch_validate_replace(rp, e->max_shares);
 
 	if (!r)
 		r = check_fields(e, rp->shares, rp->price, rp->tif, rp->display, rp->min_qty);
-	if (r)
-		return r;
+	return r;
+}
+
+/* 0 when the valid replace that passed the risk checks can be applied to
+ * o (pools, post-only), else why not. */
+static int check_replace_room(const struct engine *e, const struct ouch_replace_order *rp,
+			      const struct order *o, int keep)
+{
+	struct order probe;
+
 	if (e->n_tokens >= e->max_tokens)
 		return OUCH_REJ_OTHER;
 	probe = *o;
@@ -466,6 +486,28 @@ static int check_replace(const struct engine *e, const struct ouch_replace_order
 	if (!keep && rp->display == OUCH_DISPLAY_POST_ONLY && would_cross(e, &probe))
 		return OUCH_REJ_POST_ONLY_WOULD_TAKE;
 	return 0;
+}
+
+/* 0 when the replace goes on; else it was answered: Rejected by the risk
+ * checks (the order stays as it was, no token is consumed), or invalid
+ * (the order is Canceled 'Z'). */
+static int replace_gate(struct engine *e, uint32_t oi, const struct ouch_replace_order *rp, int keep)
+{
+	const struct order *o = &e->orders[oi];
+	int reason;
+
+	if (check_replace(e, rp) == 0) {
+		reason = engine_risk_check(e, o->user, o->firm, o->sym, rp->shares, rp->price, o);
+		if (reason) {
+			emit_rejected(e, owner(e, o), rp->replacement_token, reason);
+			return -1;
+		}
+		if (check_replace_room(e, rp, o, keep) == 0)
+			return 0;
+	}
+	e->st.rejects++;
+	engine_cancel_booked(e, oi, OUCH_CXL_SYSTEM);
+	return -1;
 }
 
 /* The replacement takes over the order's pool slot and user-list place. */
@@ -527,15 +569,13 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 	ioc = is_ioc(rp->price, rp->tif);
 	keep = !ioc && rp->price == o->price && rp->shares <= o->shares &&
 	       queue_of(rp->display) == queue_of(o->display);
-	if (check_replace(e, rp, o, keep) != 0) {
-		e->st.rejects++;
-		cancel_booked(e, oi, OUCH_CXL_SYSTEM);
+	if (replace_gate(e, oi, rp, keep) != 0)
 		return;
-	}
 	if (keep) {
 		/* in place: same level, queue and priority */
 		if (o->heap_pos != NONE)
 			engine_book_heap_remove(e, oi);
+		risk_release(e, o, o->shares - rp->shares);
 		apply_replacement(e, oi, rp, user, slot_new, h_new, key_new);
 		if (o->expire_ns != NO_EXPIRY)
 			engine_book_heap_push(e, oi);
@@ -572,10 +612,11 @@ static void do_cancel(struct engine *e, const struct engine_cmd *cmd)
 	if (c->shares >= o->shares)
 		return;
 	if (c->shares == 0) {
-		cancel_booked(e, oi, OUCH_CXL_USER);
+		engine_cancel_booked(e, oi, OUCH_CXL_USER);
 		return;
 	}
 	decrement = o->shares - c->shares;
+	risk_release(e, o, decrement);
 	o->shares = c->shares;
 	engine_book_rehash(e, o);
 	emit_canceled(e, o, decrement, OUCH_CXL_USER);
@@ -596,6 +637,7 @@ static void do_modify(struct engine *e, const struct engine_cmd *cmd)
 		e->st.ignored_invalid++;
 		return;
 	}
+	risk_release(e, o, o->shares - md->shares);
 	o->side = md->side;
 	o->shares = md->shares;
 	if (md->shares == 0) {
@@ -616,7 +658,7 @@ static void do_cancel_all(struct engine *e, const struct engine_cmd *cmd)
 		return;
 	for (oi = e->users[user].head; oi != NONE; oi = next) {
 		next = e->orders[oi].unext;
-		cancel_booked(e, oi, OUCH_CXL_USER);
+		engine_cancel_booked(e, oi, OUCH_CXL_USER);
 	}
 }
 
@@ -638,7 +680,7 @@ static void close_day(struct engine *e)
 									  : l->head[Q_HIDDEN];
 
 				e->st.closed_cancels++;
-				cancel_booked(e, oi, OUCH_CXL_CLOSED);
+				engine_cancel_booked(e, oi, OUCH_CXL_CLOSED);
 			}
 		}
 	}
@@ -670,7 +712,7 @@ static void expire(struct engine *e)
 {
 	while (e->n_heap > 0 && e->orders[e->heap[0]].expire_ns <= e->now_ns) {
 		e->st.expired++;
-		cancel_booked(e, e->heap[0], OUCH_CXL_TIMEOUT);
+		engine_cancel_booked(e, e->heap[0], OUCH_CXL_TIMEOUT);
 	}
 }
 
@@ -708,6 +750,9 @@ void engine_apply(struct engine *e, uint64_t seq, uint64_t tape_ns, const struct
 	case ENGINE_DAY:
 		do_day(e, seq, &cmd->u.day);
 		break;
+	case ENGINE_ADMIN:
+		engine_risk_admin(e, &cmd->u.admin);
+		break;
 	default:
 		e->st.ignored_invalid++;
 		break;
@@ -722,14 +767,16 @@ void engine_advance_time(struct engine *e, uint64_t tape_ns, engine_emit_fn emit
 
 uint64_t engine_hash(const struct engine *e)
 {
-	uint64_t s[9] = {
+	uint64_t s[11] = {
 		e->book_hash, e->next_ref, e->next_match, e->next_prio, e->n_tokens, e->orders_open,
-		e->day, e->day_base, (uint64_t)e->closed,
+		e->day, e->day_base, (uint64_t)e->closed, e->risk_hash, e->cfg_hash,
 	};
 	/* Day 1, open, hashes as before days existed, so that a replica of this
 	 * version agrees with an older one at checkpoints until the first
-	 * DayEvent (which the older one cannot apply) during a rolling upgrade. */
-	size_t n = e->day == 1 && e->day_base == 1 && !e->closed ? 6 : 9;
+	 * DayEvent (which the older one cannot apply) during a rolling upgrade;
+	 * so does risk until the configuration has some or an Admin applies
+	 * (until then no check runs and reference prices change nothing). */
+	size_t n = e->risk_on ? 11 : e->day == 1 && e->day_base == 1 && !e->closed ? 6 : 9;
 
 	return XXH3_64bits(s, n * sizeof(s[0]));
 }
@@ -755,5 +802,5 @@ void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOL
 	out[1] = (struct engine_pool){ "tokens", e->n_tokens, e->max_tokens };
 	out[2] = (struct engine_pool){ "levels", e->levels_used, e->level_cap };
 	out[3] = (struct engine_pool){ "users", e->n_users, e->max_users };
-	out[4] = (struct engine_pool){ "firms", 0, 0 }; /* the firm table: to come (issue 17) */
+	out[4] = (struct engine_pool){ "firms", e->n_firms, e->max_firms };
 }

@@ -111,10 +111,13 @@
  *    0) and it is never collared. The reference price of a symbol is the
  *    configuration's (engine_config.risk REFERENCE entries), then the last
  *    execution's price, or ENGINE_ADMIN REFERENCE's; none known: no collar.
+ *    max_open and credit count the new order whether or not it can rest
+ *    (an IOC too). A login with an empty firm has no firm limits. When the
+ *    firm table (max_firms) is full, an Enter of a new firm is Rejected 'O'.
  *    A Replace is checked as an Enter of its new shares and price (its own
  *    order not counted against max_open and credit); one that fails is
- *    Rejected under its replacement token with the reason and the existing
- *    order stays as it was. Open notional is open shares x price of the
+ *    Rejected under its replacement token with the reason (the token is not
+ *    consumed) and the existing order stays as it was. Open notional is open shares x price of the
  *    resting orders, per user and per firm; executions and cancels release
  *    it. KILL of a firm or user (or LIFT) sets (clears) its kill switch;
  *    with cancel, every open order of that firm or user is Canceled with
@@ -123,7 +126,13 @@
  *    kill switches and reference prices set by the tape are in the state
  *    hash and the snapshot; the configuration's are hashed too (so that a
  *    replica configured otherwise is outvoted at the next checkpoint) but
- *    not snapshotted: a restarted replica takes its configuration's.
+ *    not snapshotted: a restarted replica takes its configuration's. Risk
+ *    enters the hash (and the checks run) once the configuration has risk
+ *    entries or an Admin has applied: until then the hash is an older
+ *    version's. A LIFT of a name without a kill switch changes nothing
+ *    (counted in admin_events); a REFERENCE price must be a limit price
+ *    (1 .. OUCH_PRICE_MAX). START_OF_DAY keeps limits, kill switches and
+ *    reference prices.
  */
 #ifndef LOCKSTEP_ENGINE_H
 #define LOCKSTEP_ENGINE_H
@@ -147,7 +156,9 @@ struct engine_config {
 	uint32_t max_firms; /* distinct firms (of logins and of limits); 0 means 4096 */
 	/* The configuration's risk entries (LIMITS of FIRM or USER, REFERENCE
 	 * of SYMBOL; cancel and KILL/LIFT are not taken here), applied at
-	 * create as the base layer (see Pre-trade risk above); copied. */
+	 * create as the base layer (see Pre-trade risk above); copied. A
+	 * REFERENCE of a symbol not traded here is skipped; another bad entry
+	 * (or more names than the tables hold) makes engine_create -EINVAL. */
 	const struct engine_admin_cmd *risk;
 	size_t n_risk;
 	/* Order reference and match numbers start at partition << 48 (plus 1),
@@ -282,7 +293,9 @@ struct engine_day {
 };
 void engine_get_day(const struct engine *e, struct engine_day *out);
 
-/* How full each pool is: in use, and the size the config gave. */
+/* How full each pool is: in use, and the size the config gave. Firms
+ * (of logins and of limits) and named users count from the configuration
+ * on. */
 struct engine_pool {
 	const char *name; /* "orders", "tokens", "levels", "users", "firms" */
 	uint64_t used, size;
@@ -292,7 +305,9 @@ enum { ENGINE_POOLS = 5 };
 /* Risk as the engine sees it now, for STATUS and tests: the effective
  * limits of a firm or user (every field set: 0 is none), whether its kill
  * switch is on, and its open orders and open notional. -ENOENT for a name
- * never seen (its limits are then the "*" ones, nothing open). */
+ * never seen (its limits are then the "*" ones, nothing open: ask for
+ * "*", which gives the defaults), -EINVAL for another scope; *out is then
+ * untouched. */
 struct engine_risk_view {
 	struct risk_limits limits;
 	int killed;
@@ -314,7 +329,7 @@ int engine_verify(const struct engine *e);
  * tokens), allocates one scratch array of max_orders u32.
  * engine_snapshot_read: into a freshly created engine with the same symbols
  * (-EBUSY otherwise); -EPROTO for a format version it does not read
- * (it reads the current one and the one before: engine_snapshot.c), -EBADMSG for
+ * (it reads the current one, 4, and the one before, 3: engine_snapshot.c), -EBADMSG for
  * content that does not add up (the engine is then unusable: destroy it).
  * After a successful read engine_hash() equals the hash at write time. */
 typedef int (*engine_write_fn)(void *ctx, const void *buf, size_t len);

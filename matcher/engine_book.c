@@ -48,20 +48,32 @@ uint32_t engine_book_symbol(const struct engine *e, const char *stock)
 	}
 }
 
-uint32_t engine_book_user(struct engine *e, const char *login, int create)
+/* The slot of the user table holding name, or the empty one where it goes. */
+static uint32_t user_slot(const struct engine *e, uint64_t name)
 {
-	uint64_t name = pack8(login, 6);
 	uint32_t i = (uint32_t)mix64(name) & e->user_mask;
-	struct user *u;
 
 	for (;; i = (i + 1) & e->user_mask) {
 		uint32_t id = e->user_slots[i];
 
-		if (id == 0)
-			break;
-		if (e->users[id].name == name)
-			return id;
+		if (id == 0 || e->users[id].name == name)
+			return i;
 	}
+}
+
+uint32_t engine_book_user_find(const struct engine *e, uint64_t packed_login)
+{
+	return e->user_slots[user_slot(e, packed_login)];
+}
+
+uint32_t engine_book_user(struct engine *e, const char *login, int create)
+{
+	uint64_t name = pack8(login, 6);
+	uint32_t i = user_slot(e, name);
+	struct user *u;
+
+	if (e->user_slots[i] != 0)
+		return e->user_slots[i];
 	if (!create || e->n_users >= e->max_users)
 		return 0;
 	e->user_slots[i] = ++e->n_users;
@@ -70,6 +82,10 @@ uint32_t engine_book_user(struct engine *e, const char *login, int create)
 	memcpy(u->str, &name, sizeof(name) < sizeof(u->str) ? sizeof(name) : sizeof(u->str));
 	u->str[7] = '\0';
 	u->head = u->tail = NONE;
+	u->lim = NONE;
+	u->fid = NONE; /* no firm resolved yet */
+	if (e->n_ulims)
+		engine_risk_user_new(e, e->n_users);
 	return e->n_users;
 }
 
@@ -177,7 +193,7 @@ static uint64_t order_hash(const struct engine *e, const struct order *o)
 	im.user_name = e->users[o->user].name;
 	im.price = o->price;
 	im.shares = o->shares;
-	im.firm = o->firm;
+	im.firm = e->firms[o->firm].name;
 	memcpy(im.token, e->tokens[o->tok].token, OUCH_TOKEN_LEN);
 	im.side = o->side;
 	im.display = o->display;
@@ -335,11 +351,12 @@ static void level_drop(struct engine *e, uint32_t sym, int side, uint32_t li)
 
 /* --- orders -------------------------------------------------------------- */
 
-uint32_t engine_book_order_alloc(struct engine *e, uint32_t user)
+uint32_t engine_book_order_alloc(struct engine *e, uint32_t user, uint32_t firm)
 {
 	uint32_t oi = e->order_free;
 	struct order *o = &e->orders[oi];
 	struct user *u = &e->users[user];
+	struct firm *f = &e->firms[firm];
 
 	e->order_free = o->next;
 	memset(o, 0, sizeof(*o));
@@ -352,6 +369,14 @@ uint32_t engine_book_order_alloc(struct engine *e, uint32_t user)
 	else
 		u->head = oi;
 	u->tail = oi;
+	o->firm = firm;
+	o->fnext = NONE;
+	o->fprev = f->tail;
+	if (f->tail != NONE)
+		e->orders[f->tail].fnext = oi;
+	else
+		f->head = oi;
+	f->tail = oi;
 	e->orders_open++;
 	return oi;
 }
@@ -360,6 +385,7 @@ void engine_book_order_release(struct engine *e, uint32_t oi)
 {
 	struct order *o = &e->orders[oi];
 	struct user *u = &e->users[o->user];
+	struct firm *f = &e->firms[o->firm];
 
 	token_kill(e, o->tok);
 	if (o->uprev != NONE)
@@ -370,6 +396,14 @@ void engine_book_order_release(struct engine *e, uint32_t oi)
 		e->orders[o->unext].uprev = o->uprev;
 	else
 		u->tail = o->uprev;
+	if (o->fprev != NONE)
+		e->orders[o->fprev].fnext = o->fnext;
+	else
+		f->head = o->fnext;
+	if (o->fnext != NONE)
+		e->orders[o->fnext].fprev = o->fprev;
+	else
+		f->tail = o->fprev;
 	o->next = e->order_free;
 	e->order_free = oi;
 	e->orders_open--;
@@ -397,6 +431,7 @@ static inline void book_link(struct engine *e, uint32_t oi, uint32_t li)
 	struct order *o = &e->orders[oi];
 
 	level_append(e, li, queue_of(o->display), oi);
+	risk_rest(e, o);
 	o->hash = order_hash(e, o);
 	e->book_hash ^= o->hash;
 	if (o->expire_ns != NO_EXPIRY)
@@ -437,6 +472,7 @@ void engine_book_remove(struct engine *e, uint32_t oi)
 	if (l->head[Q_DISPLAYED] == NONE && l->head[Q_HIDDEN] == NONE)
 		level_drop(e, o->sym, book_side(o->side), o->level);
 	o->level = NONE;
+	risk_unrest(e, o);
 	e->book_hash ^= o->hash;
 	if (o->heap_pos != NONE)
 		engine_book_heap_remove(e, oi);
@@ -528,7 +564,7 @@ int engine_verify(const struct engine *e)
 	/* the day: nothing rests while the market is closed */
 	if (e->day == 0 || e->day_base == 0 || (e->closed && count != 0))
 		return -EUCLEAN;
-	return 0;
+	return engine_risk_verify(e);
 }
 
 /* --- life cycle ---------------------------------------------------------- */
@@ -539,7 +575,8 @@ static int check_config(const struct engine_config *cfg)
 		return -EINVAL;
 	if (cfg->max_shares == 0 || cfg->max_orders == 0 || cfg->max_orders >= (1u << 31) ||
 	    cfg->max_tokens <= cfg->max_orders || cfg->max_tokens >= (1u << 31) || cfg->max_levels == 0 ||
-	    cfg->max_levels > (1u << 24) || cfg->max_users >= (1u << 30) || cfg->partition > 0xffff)
+	    cfg->max_levels > (1u << 24) || cfg->max_users >= (1u << 30) ||
+	    cfg->max_firms >= (1u << 30) || cfg->partition > 0xffff || (cfg->n_risk && !cfg->risk))
 		return -EINVAL;
 	for (size_t i = 0; i < cfg->n_symbols; i++) {
 		size_t len = cfg->symbols[i] ? strnlen(cfg->symbols[i], OUCH_STOCK_LEN + 1) : 0;
@@ -579,7 +616,7 @@ static int alloc_tables(struct engine *e, const struct engine_config *cfg)
 		e->levels[i].next_free = i + 1 < n_levels ? (uint32_t)i + 1 : NONE;
 	e->order_free = 0;
 	e->level_free = 0;
-	return 0;
+	return engine_risk_alloc(e, cfg);
 }
 
 static int add_symbols(struct engine *e, const struct engine_config *cfg)
@@ -625,6 +662,8 @@ int engine_create(struct engine **out, const struct engine_config *cfg)
 	r = alloc_tables(e, cfg);
 	if (!r)
 		r = add_symbols(e, cfg);
+	if (!r)
+		r = engine_risk_configure(e, cfg);
 	if (r) {
 		engine_destroy(e);
 		return r;
@@ -637,6 +676,7 @@ void engine_destroy(struct engine *e)
 {
 	if (!e)
 		return;
+	engine_risk_free(e);
 	free(e->heap);
 	free(e->user_slots);
 	free(e->users);

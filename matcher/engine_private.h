@@ -4,7 +4,9 @@
  *    matching, expiry and the outbound messages;
  *  - engine_book.c: the tables and lookups (symbols, users, tokens, orders,
  *    price levels, expiry heap, state hash), life cycle and self-check;
- *  - engine_snapshot.c: the snapshot format.
+ *  - engine_snapshot.c: the snapshot format;
+ *  - engine_risk.c: pre-trade risk (the firm table, the limits of firms and
+ *    users in two layers, kill switches, reference prices, ENGINE_ADMIN).
  *
  * Layout, all allocated once:
  *  - orders: a pool of struct order with a free list; an order sits in one
@@ -24,6 +26,13 @@
  *  - users and symbols: small open-addressing tables.
  *  - expiry: a binary min-heap of orders with a TIF in seconds, keyed by
  *    (expiry time, order reference number); each order knows its position.
+ *  - firms: a table like the users' (id 0: no firm), each with its open
+ *    orders in entry order, its limits and kill switch; users named by
+ *    limits or a kill switch have an entry in the `ulim` table, which their
+ *    user (once a login) points to. Every user and firm keeps its resting
+ *    orders' count and notional, changed where an order rests, leaves the
+ *    book or loses shares while booked (risk_rest, risk_unrest,
+ *    risk_release below).
  *
  * Nothing depends on pointer values: pools are addressed by index, hashes
  * are of contents, ties are broken by counters. */
@@ -54,7 +63,8 @@ struct order {
 	uint32_t price;
 	uint32_t tok; /* token table slot */
 	uint32_t user; /* user id (1..) */
-	uint32_t firm; /* the login's firm, packed; 0: none (no self-match check) */
+	uint32_t firm; /* the login's firm: firm id, 0: none (no self-match check) */
+	uint32_t fnext, fprev; /* the firm's open orders, in order of entry */
 	uint32_t sym;
 	uint32_t heap_pos; /* NONE unless in the expiry heap */
 	uint64_t ref, prio, expire_ns;
@@ -84,16 +94,45 @@ struct token_slot {
 	uint32_t order; /* the live order, or TOKEN_DEAD | dead ring index */
 };
 
+/* One layer pair of limits (engine.h, Pre-trade risk): the configuration's
+ * and the tape's (ENGINE_ADMIN LIMITS), and the tape's kill switch. A
+ * field whose bit is clear in set is zero. */
+struct rlim {
+	struct risk_limits cfg, tape;
+	uint32_t killed;
+};
+
 struct user {
 	uint64_t name; /* packed login */
 	char str[8]; /* NUL-terminated login */
 	uint32_t head, tail; /* open orders */
+	uint32_t lim; /* ulim index, or NONE: no limits of its own */
+	uint32_t open; /* resting orders */
+	uint64_t notional; /* their open shares x price */
+	uint32_t fname, fid; /* the firm (packed, id) of its last Enter */
+};
+
+/* A user named by limits or a kill switch (configuration or tape). */
+struct ulim {
+	uint64_t name; /* packed login */
+	uint32_t user; /* its user id once it logged in, else 0 */
+	struct rlim r;
+};
+
+struct firm {
+	uint32_t name; /* packed, never 0 */
+	char str[OUCH_FIRM_LEN + 1];
+	uint32_t head, tail; /* open orders */
+	uint32_t open;
+	uint64_t notional;
+	struct rlim r;
 };
 
 struct symbol {
 	uint64_t name; /* packed */
 	char str[OUCH_STOCK_LEN + 1];
 	uint32_t n[2]; /* levels per side */
+	uint32_t ref_cfg, ref; /* reference price: the configuration's, the tape's (0: none) */
 };
 
 struct engine {
@@ -122,6 +161,20 @@ struct engine {
 
 	uint32_t *heap;
 	uint32_t n_heap;
+
+	/* pre-trade risk (engine_risk.c) */
+	struct firm *firms; /* [0]: no firm (all zero) */
+	uint32_t *firm_slots; /* firm id, 0 empty */
+	uint32_t firm_mask, n_firms, max_firms;
+	struct ulim *ulims; /* [0] unused */
+	uint32_t *ulim_slots; /* ulim index, 0 empty */
+	uint32_t ulim_mask, n_ulims;
+	struct rlim def[2]; /* "*": [0] of users, [1] of firms */
+	int risk_cfg; /* the configuration has risk entries */
+	int risk_on; /* any risk entry in the configuration, or an Admin applied:
+		      * checks run and the risk state is hashed (else neither) */
+	uint64_t risk_hash; /* XOR of the tape layer's items (engine_risk.c) */
+	uint64_t cfg_hash; /* the configuration layer's, fixed at create */
 
 	uint64_t next_ref, next_match, next_prio;
 	uint64_t book_hash;
@@ -273,12 +326,100 @@ void engine_book_token_room(struct engine *e);
  * day) and not of the table's size. */
 void engine_book_tokens_forget_all(struct engine *e);
 
+/* --- risk aggregates (inline: every rest, fill and cancel) ---------------- */
+
+/* Order o starts resting. */
+static inline void risk_rest(struct engine *e, const struct order *o)
+{
+	uint64_t n = (uint64_t)o->shares * o->price;
+
+	e->users[o->user].open++;
+	e->users[o->user].notional += n;
+	e->firms[o->firm].open++; /* firm 0 (none) counts too: never checked */
+	e->firms[o->firm].notional += n;
+}
+
+/* Booked order o loses `shares` of its open shares (still resting). */
+static inline void risk_release(struct engine *e, const struct order *o, uint32_t shares)
+{
+	uint64_t n = (uint64_t)shares * o->price;
+
+	e->users[o->user].notional -= n;
+	e->firms[o->firm].notional -= n;
+}
+
+/* Order o leaves the book with its open shares. */
+static inline void risk_unrest(struct engine *e, const struct order *o)
+{
+	risk_release(e, o, o->shares);
+	e->users[o->user].open--;
+	e->firms[o->firm].open--;
+}
+
+/* --- pre-trade risk (engine_risk.c) ---------------------------------------- */
+
+int engine_risk_alloc(struct engine *e, const struct engine_config *cfg);
+/* The configuration's entries into the base layer; 0 or -EINVAL. */
+int engine_risk_configure(struct engine *e, const struct engine_config *cfg);
+void engine_risk_free(struct engine *e);
+
+/* The firm id of a login's firm (0 for none: empty), created when asked and
+ * there is room; NONE when absent (or the table is full). */
+uint32_t engine_risk_firm(struct engine *e, const char *firm, int create);
+/* A new user: points it to its limits, if any. */
+void engine_risk_user_new(struct engine *e, uint32_t user);
+
+/* 0, or the Rejected reason of an order of shares at price on sym for user
+ * and firm (ids); own: the order it replaces (not counted), or NULL.
+ * Counts the rejection. */
+int engine_risk_check_slow(struct engine *e, uint32_t user, uint32_t firm, uint32_t sym,
+			   uint32_t shares, uint32_t price, const struct order *own);
+static inline int engine_risk_check(struct engine *e, uint32_t user, uint32_t firm, uint32_t sym,
+				    uint32_t shares, uint32_t price, const struct order *own)
+{
+	if (!e->risk_on)
+		return 0;
+	return engine_risk_check_slow(e, user, firm, sym, shares, price, own);
+}
+
+/* The tape's reference price of sym becomes price (an execution, an Admin). */
+void engine_risk_set_ref(struct engine *e, uint32_t sym, uint32_t price);
+static inline void engine_risk_trade(struct engine *e, uint32_t sym, uint32_t price)
+{
+	if (e->syms[sym].ref != price)
+		engine_risk_set_ref(e, sym, price);
+}
+
+void engine_risk_admin(struct engine *e, const struct engine_admin_cmd *a);
+
+/* The hash item of a name's tape state (0 when it has none), and of a
+ * symbol's tape reference price. */
+uint64_t engine_risk_item(uint32_t scope, uint64_t name, const struct rlim *r);
+uint64_t engine_risk_ref_item(uint64_t sym_name, uint32_t price);
+
+/* The layers of a firm (packed name) or named user (packed login), found
+ * or created; NULL for a bad name or a full table (snapshots). */
+struct rlim *engine_risk_layers(struct engine *e, uint32_t scope, uint64_t packed);
+/* The tape layer's hash (risk_hash) from scratch. */
+uint64_t engine_risk_rehash(const struct engine *e);
+
+/* The per-user and per-firm aggregates and lists, and the risk hash,
+ * recomputed: 0 or -EUCLEAN. */
+int engine_risk_verify(const struct engine *e);
+
+/* --- engine.c, for engine_risk.c -------------------------------------------- */
+
+/* Removes a booked order with a Canceled message. */
+void engine_cancel_booked(struct engine *e, uint32_t oi, char reason);
+
 /* --- the book (engine_book.c) --------------------------------------------- */
 
 /* The symbol's index, or NONE. */
 uint32_t engine_book_symbol(const struct engine *e, const char *stock);
 /* The user's id, creating it when asked and there is room; 0 if none. */
 uint32_t engine_book_user(struct engine *e, const char *login, int create);
+/* The user's id, or 0. */
+uint32_t engine_book_user_find(const struct engine *e, uint64_t packed_login);
 
 /* The live order of (user, token), or NONE. */
 uint32_t engine_book_live_order(struct engine *e, const char *login, const char *token);
@@ -295,9 +436,9 @@ int engine_book_has_room(const struct engine *e, uint32_t sym, int side, uint32_
 /* The level at price on this side, created if needed; NONE when full. */
 uint32_t engine_book_level(struct engine *e, uint32_t sym, int side, uint32_t price);
 
-/* A pool slot for a new order of the user, at the end of the user's list;
- * the pool must not be empty. */
-uint32_t engine_book_order_alloc(struct engine *e, uint32_t user);
+/* A pool slot for a new order of the user and firm (ids), at the end of
+ * their lists; the pool must not be empty. */
+uint32_t engine_book_order_alloc(struct engine *e, uint32_t user, uint32_t firm);
 /* The order is dead: its token joins the dead ring, its slot is free. */
 void engine_book_order_release(struct engine *e, uint32_t oi);
 

@@ -23,19 +23,35 @@
  *   orders: in book order (symbol, side, level ascending key, displayed queue
  *     then hidden, head to tail) as struct snap_order,
  *   per user (id order): u32 count, then u32 order indices (into the order
- *     list) in the user's entry order (CANCEL_ALL's order). */
+ *     list) in the user's entry order (CANCEL_ALL's order),
+ *   version 4: the risk trailer: struct snap_risk (the rest of struct
+ *     engine_stats, the table sizes, the tape's "*" limits, the risk hash),
+ *     then every firm (id order) as struct snap_firm, every user named by
+ *     limits or a kill switch as struct snap_ulim (with the tape's layer:
+ *     the configuration's comes from the reader's own), u32 tape reference
+ *     price per symbol (0: none), and per firm (no firm first, then id
+ *     order) u32 packed name, u32 count and u32 order indices in the
+ *     firm's entry order (a KILL's order). The per-user and per-firm open
+ *     counts and notional are not written: the reader recomputes them as it
+ *     books the orders. */
 #define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
-/* 2: dead tokens in age order, tokens_forgotten; 3: the trading day. A
- * version 2 file still loads, as day 1 (base 1), open: it was written
- * before any DayEvent could be applied. */
-#define ENGINE_SNAP_VERSION 3u
-#define ENGINE_SNAP_VERSION_OLDEST 2u
+/* 2: dead tokens in age order, tokens_forgotten; 3: the trading day; 4:
+ * pre-trade risk. A version 3 file still loads with no tape risk state
+ * (it was written before an Admin could be applied) and each firm's orders
+ * listed user by user (users in id order, each user's in entry order). */
+#define ENGINE_SNAP_VERSION 4u
+#define ENGINE_SNAP_VERSION_OLDEST 3u
 
-/* struct engine_stats up to `messages`: version 2's, kept where they were */
+/* struct engine_stats up to `messages`: version 2's, kept where they were;
+ * then version 3's four (day_events .. closed_rejects), then version 4's */
 #define SNAP_STATS_V2 20
-#define SNAP_STATS_V3 (sizeof(struct engine_stats) / sizeof(uint64_t) - SNAP_STATS_V2)
+#define SNAP_STATS_V3 4
+#define SNAP_STATS_V4 (sizeof(struct engine_stats) / sizeof(uint64_t) - SNAP_STATS_V2 - SNAP_STATS_V3)
 _Static_assert(offsetof(struct engine_stats, messages) == (SNAP_STATS_V2 - 1) * sizeof(uint64_t),
 	       "version 2's counters come first in struct engine_stats");
+_Static_assert(offsetof(struct engine_stats, admin_events) ==
+		       (SNAP_STATS_V2 + SNAP_STATS_V3) * sizeof(uint64_t),
+	       "version 3's counters come next in struct engine_stats");
 _Static_assert(sizeof(struct engine_stats) % sizeof(uint64_t) == 0, "engine_stats is u64s");
 
 struct snap_head {
@@ -48,6 +64,24 @@ struct snap_day {
 	uint32_t day, closed;
 	uint64_t day_base;
 	uint64_t st[SNAP_STATS_V3]; /* engine_stats after `messages` */
+};
+
+struct snap_risk {
+	uint64_t st[SNAP_STATS_V4]; /* engine_stats from admin_events */
+	uint32_t n_firms, n_ulims;
+	struct risk_limits def_tape[2]; /* "*" of users, of firms */
+	uint64_t risk_hash;
+};
+
+struct snap_firm {
+	uint32_t name, killed;
+	struct risk_limits tape;
+};
+
+struct snap_ulim {
+	uint64_t name;
+	uint32_t killed, pad;
+	struct risk_limits tape;
 };
 
 struct snap_token {
@@ -185,7 +219,7 @@ static void snap_order_of(const struct engine *e, const struct order *o, struct 
 	so->price = o->price;
 	so->shares = o->shares;
 	so->user = o->user;
-	so->firm = o->firm;
+	so->firm = e->firms[o->firm].name;
 	so->sym = o->sym;
 	memcpy(so->token, e->tokens[o->tok].token, OUCH_TOKEN_LEN);
 	so->side = o->side;
@@ -257,6 +291,63 @@ static int snap_write_users(const struct engine *e, struct snap_out *out, const 
 	return 0;
 }
 
+/* The risk trailer's fixed part, the firms, named users and references. */
+static int snap_write_risk(const struct engine *e, struct snap_out *out)
+{
+	struct snap_risk rk;
+	int r;
+
+	memset(&rk, 0, sizeof(rk));
+	memcpy(rk.st, (const uint64_t *)&e->st + SNAP_STATS_V2 + SNAP_STATS_V3, sizeof(rk.st));
+	rk.n_firms = e->n_firms;
+	rk.n_ulims = e->n_ulims;
+	rk.def_tape[0] = e->def[0].tape;
+	rk.def_tape[1] = e->def[1].tape;
+	rk.risk_hash = e->risk_hash;
+	if ((r = out->fn(out->ctx, &rk, sizeof(rk))) < 0)
+		return r;
+	for (uint32_t f = 1; f <= e->n_firms; f++) {
+		struct snap_firm sf = { .name = e->firms[f].name, .killed = e->firms[f].r.killed,
+					.tape = e->firms[f].r.tape };
+
+		if ((r = out->fn(out->ctx, &sf, sizeof(sf))) < 0)
+			return r;
+	}
+	for (uint32_t k = 1; k <= e->n_ulims; k++) {
+		struct snap_ulim su = { .name = e->ulims[k].name, .killed = e->ulims[k].r.killed,
+					.tape = e->ulims[k].r.tape };
+
+		if ((r = out->fn(out->ctx, &su, sizeof(su))) < 0)
+			return r;
+	}
+	for (uint32_t s = 0; s < e->n_symbols; s++)
+		if ((r = out->fn(out->ctx, &e->syms[s].ref, sizeof(uint32_t))) < 0)
+			return r;
+	return 0;
+}
+
+/* Per firm (none, then id order): its name, count and order ranks. */
+static int snap_write_firms(const struct engine *e, struct snap_out *out, const uint32_t *rank)
+{
+	uint32_t buf[SNAP_CHUNK];
+	int r;
+
+	for (uint32_t f = 0; f <= e->n_firms; f++) {
+		uint32_t head[2] = { e->firms[f].name, e->firms[f].open };
+
+		if ((r = out->fn(out->ctx, head, sizeof(head))) < 0)
+			return r;
+		for (uint32_t oi = e->firms[f].head; oi != NONE; oi = e->orders[oi].fnext) {
+			buf[out->n] = rank[oi];
+			if ((r = chunk_add(out, buf, sizeof(buf[0]))) < 0)
+				return r;
+		}
+		if ((r = chunk_flush(out, buf, sizeof(buf[0]))) < 0)
+			return r;
+	}
+	return 0;
+}
+
 int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx)
 {
 	struct snap_out out = { .fn = fn, .ctx = ctx };
@@ -274,14 +365,18 @@ int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx)
 	r = snap_write_orders(e, &out, rank);
 	if (r == 0)
 		r = snap_write_users(e, &out, rank);
+	if (r == 0)
+		r = snap_write_risk(e, &out);
+	if (r == 0)
+		r = snap_write_firms(e, &out, rank);
 	free(rank);
 	return r;
 }
 
 /* --- reading ------------------------------------------------------------------ */
 
-/* The header (into h), the day (into d; version 2's: day 1, base 1, open)
- * and the symbols, checked against the engine. */
+/* The header (into h), the day (into d) and the symbols, checked against
+ * the engine. */
 static int snap_read_head(struct engine *e, struct snap_head *h, struct snap_day *d,
 			  engine_read_fn fn, void *ctx)
 {
@@ -292,10 +387,7 @@ static int snap_read_head(struct engine *e, struct snap_head *h, struct snap_day
 	if (h->magic != ENGINE_SNAP_MAGIC || h->version < ENGINE_SNAP_VERSION_OLDEST ||
 	    h->version > ENGINE_SNAP_VERSION)
 		return -EPROTO;
-	memset(d, 0, sizeof(*d));
-	d->day = 1;
-	d->day_base = 1;
-	if (h->version >= 3 && (r = fn(ctx, d, sizeof(*d))) < 0)
+	if ((r = fn(ctx, d, sizeof(*d))) < 0)
 		return r;
 	if (h->n_symbols != e->n_symbols || h->n_users > e->max_users ||
 	    h->n_tokens > e->max_tokens || h->n_orders > e->max_orders || h->n_orders > h->n_tokens ||
@@ -356,11 +448,15 @@ static int snap_read_tokens(struct engine *e, uint64_t n_tokens, engine_read_fn 
  * *out is its pool index. */
 static int snap_read_order(struct engine *e, const struct snap_order *so, uint32_t *out)
 {
-	uint32_t oi = e->order_free, li, slot;
+	uint32_t oi = e->order_free, li, slot, firm;
+	char fname[OUCH_FIRM_LEN + 1];
 	struct order *o;
 	int found;
 
-	if (oi == NONE || so->sym >= e->n_symbols || so->user == 0 || so->user > e->n_users ||
+	memcpy(fname, &so->firm, OUCH_FIRM_LEN);
+	fname[OUCH_FIRM_LEN] = '\0';
+	firm = engine_risk_firm(e, fname, 1);
+	if (oi == NONE || firm == NONE || so->sym >= e->n_symbols || so->user == 0 || so->user > e->n_users ||
 	    so->shares == 0 || (so->side != OUCH_BUY && !is_sell(so->side)))
 		return -EBADMSG;
 	slot = token_find(e, so->user, token_hash(so->user, so->token), so->token,
@@ -375,13 +471,14 @@ static int snap_read_order(struct engine *e, const struct snap_order *so, uint32
 	memset(o, 0, sizeof(*o));
 	o->heap_pos = NONE;
 	o->unext = o->uprev = NONE;
+	o->fnext = o->fprev = NONE;
 	o->ref = so->ref;
 	o->prio = so->prio;
 	o->expire_ns = so->expire_ns;
 	o->price = so->price;
 	o->shares = so->shares;
 	o->user = so->user;
-	o->firm = so->firm;
+	o->firm = firm;
 	o->sym = so->sym;
 	o->tok = slot;
 	o->side = so->side;
@@ -426,6 +523,121 @@ static int snap_read_user_list(struct engine *e, uint32_t u, const uint32_t *map
 	return 0;
 }
 
+/* Order oi at the end of its firm's list. */
+static void firm_append(struct engine *e, uint32_t oi)
+{
+	struct order *o = &e->orders[oi];
+	struct firm *f = &e->firms[o->firm];
+
+	o->fprev = f->tail;
+	if (f->tail != NONE)
+		e->orders[f->tail].fnext = oi;
+	else
+		f->head = oi;
+	f->tail = oi;
+}
+
+/* Version 3's firm lists: user by user, each in its entry order. */
+static void snap_v3_firm_lists(struct engine *e)
+{
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext)
+			firm_append(e, oi);
+}
+
+/* A limits layer as written: only given fields are set. */
+static int limits_ok(const struct risk_limits *l)
+{
+	return !(l->set & ~RISK_ALL) && ((l->set & RISK_MAX_QTY) || !l->max_qty) &&
+	       ((l->set & RISK_MAX_NOTIONAL) || !l->max_notional) &&
+	       ((l->set & RISK_COLLAR) || !l->collar_bp) && ((l->set & RISK_MAX_OPEN) || !l->max_open) &&
+	       ((l->set & RISK_CREDIT) || !l->credit);
+}
+
+/* The tape layer of a firm or named user: its entry (found or created)
+ * takes it. */
+static int snap_put_layer(struct engine *e, uint32_t scope, uint64_t name, uint32_t killed,
+			  const struct risk_limits *tape)
+{
+	struct rlim *r;
+
+	if (killed > 1 || !limits_ok(tape) || name == '*')
+		return -EBADMSG;
+	r = engine_risk_layers(e, scope, name);
+	if (!r)
+		return -EBADMSG;
+	r->tape = *tape;
+	r->killed = killed;
+	return 0;
+}
+
+/* The risk trailer up to the firm lists (into rk). */
+static int snap_read_risk(struct engine *e, struct snap_risk *rk, engine_read_fn fn, void *ctx)
+{
+	int r;
+
+	if ((r = fn(ctx, rk, sizeof(*rk))) < 0)
+		return r;
+	if (rk->n_firms > e->max_firms || rk->n_ulims > e->max_users || !limits_ok(&rk->def_tape[0]) ||
+	    !limits_ok(&rk->def_tape[1]))
+		return -EBADMSG;
+	e->def[0].tape = rk->def_tape[0];
+	e->def[1].tape = rk->def_tape[1];
+	for (uint32_t f = 0; f < rk->n_firms; f++) {
+		struct snap_firm sf;
+
+		if ((r = fn(ctx, &sf, sizeof(sf))) < 0 ||
+		    (r = snap_put_layer(e, ENGINE_SCOPE_FIRM, sf.name, sf.killed, &sf.tape)) < 0)
+			return r;
+	}
+	for (uint32_t k = 0; k < rk->n_ulims; k++) {
+		struct snap_ulim su;
+
+		if ((r = fn(ctx, &su, sizeof(su))) < 0 ||
+		    (r = snap_put_layer(e, ENGINE_SCOPE_USER, su.name, su.killed, &su.tape)) < 0)
+			return r;
+	}
+	for (uint32_t s = 0; s < e->n_symbols; s++) {
+		if ((r = fn(ctx, &e->syms[s].ref, sizeof(uint32_t))) < 0)
+			return r;
+		if (e->syms[s].ref > OUCH_PRICE_MAX)
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+/* The firms' lists (n_firms + 1 of them), of the orders as read (map). */
+static int snap_read_firm_lists(struct engine *e, uint32_t n_firms, const uint32_t *map,
+				uint64_t n_orders, engine_read_fn fn, void *ctx)
+{
+	for (uint32_t i = 0; i <= n_firms; i++) {
+		uint32_t head[2], idx, id;
+		char fname[OUCH_FIRM_LEN + 1];
+		int r;
+
+		if ((r = fn(ctx, head, sizeof(head))) < 0)
+			return r;
+		memcpy(fname, &head[0], OUCH_FIRM_LEN);
+		fname[OUCH_FIRM_LEN] = '\0';
+		id = engine_risk_firm(e, fname, 0);
+		if (id == NONE || e->firms[id].name != head[0] || (i == 0) != (id == 0))
+			return -EBADMSG;
+		for (uint32_t j = 0; j < head[1]; j++) {
+			const struct order *o;
+
+			if ((r = fn(ctx, &idx, sizeof(idx))) < 0)
+				return r;
+			if (idx >= n_orders)
+				return -EBADMSG;
+			o = &e->orders[map[idx]];
+			if (o->firm != id || o->fprev != NONE || e->firms[id].head == map[idx])
+				return -EBADMSG;
+			firm_append(e, map[idx]);
+		}
+	}
+	return 0;
+}
+
 /* The orders and the users' lists; map: room for n_orders pool indices. */
 static int snap_read_orders(struct engine *e, uint64_t n_orders, uint32_t *map,
 			    engine_read_fn fn, void *ctx)
@@ -446,7 +658,8 @@ static int snap_read_orders(struct engine *e, uint64_t n_orders, uint32_t *map,
 
 /* The counters and the day, once every token has found its order and the
  * book checks. */
-static int snap_read_finish(struct engine *e, const struct snap_head *h, const struct snap_day *d)
+static int snap_read_finish(struct engine *e, const struct snap_head *h, const struct snap_day *d,
+			    const struct snap_risk *rk)
 {
 	for (uint32_t i = 0; i < e->token_cap; i++)
 		if (e->tokens[i].user != 0 && e->tokens[i].order == LIVE_PENDING)
@@ -458,6 +671,11 @@ static int snap_read_finish(struct engine *e, const struct snap_head *h, const s
 	e->ts = h->now_ns % NS_PER_DAY;
 	memcpy(&e->st, h->st, sizeof(h->st));
 	memcpy((uint64_t *)&e->st + SNAP_STATS_V2, d->st, sizeof(d->st));
+	memcpy((uint64_t *)&e->st + SNAP_STATS_V2 + SNAP_STATS_V3, rk->st, sizeof(rk->st));
+	e->risk_on = e->risk_cfg || e->st.admin_events > 0;
+	e->risk_hash = engine_risk_rehash(e);
+	if (e->risk_hash != rk->risk_hash)
+		return -EBADMSG;
 	e->day = d->day;
 	e->closed = (int)d->closed;
 	e->day_base = d->day_base;
@@ -470,6 +688,7 @@ int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
 {
 	struct snap_head h;
 	struct snap_day d;
+	struct snap_risk rk;
 	uint32_t *map;
 	int r;
 
@@ -483,8 +702,15 @@ int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
 	if (!map)
 		return -ENOMEM;
 	r = snap_read_orders(e, h.n_orders, map, fn, ctx);
+	memset(&rk, 0, sizeof(rk));
+	if (r == 0 && h.version < 4) {
+		snap_v3_firm_lists(e);
+		rk.risk_hash = engine_risk_rehash(e); /* none */
+	} else if (r == 0 && (r = snap_read_risk(e, &rk, fn, ctx)) == 0) {
+		r = snap_read_firm_lists(e, rk.n_firms, map, h.n_orders, fn, ctx);
+	}
 	if (r == 0)
-		r = snap_read_finish(e, &h, &d);
+		r = snap_read_finish(e, &h, &d, &rk);
 	free(map);
 	return r;
 }

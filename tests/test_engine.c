@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include "engine.h"
+#include "risk.h"
 #include "testutil.h"
 
 #define NS 1000000000ull
@@ -1129,6 +1130,426 @@ START_TEST(bad_config)
 }
 END_TEST
 
+/* --- pre-trade risk ----------------------------------------------------------- */
+
+static struct engine_cmd adm(uint32_t kind, uint32_t scope, const char *name)
+{
+	struct engine_cmd c = base(ENGINE_ADMIN, "", "");
+
+	c.u.admin.kind = kind;
+	c.u.admin.scope = scope;
+	scopy(c.u.admin.name, sizeof(c.u.admin.name), name);
+	return c;
+}
+
+/* LIMITS of a firm or user, the limits as risk.h's text. */
+static struct engine_cmd adm_limits(uint32_t scope, const char *name, const char *text)
+{
+	struct engine_cmd c = adm(ENGINE_ADMIN_LIMITS, scope, name);
+	char err[128];
+
+	ck_assert_msg(risk_limits_parse(text, &c.u.admin.limits, err, sizeof(err)) == 0, "%s", err);
+	return c;
+}
+
+static struct engine_cmd adm_kill(uint32_t scope, const char *name, int cancel)
+{
+	struct engine_cmd c = adm(ENGINE_ADMIN_KILL, scope, name);
+
+	c.u.admin.cancel = cancel;
+	return c;
+}
+
+static struct engine_cmd adm_ref(const char *sym, uint32_t price)
+{
+	struct engine_cmd c = adm(ENGINE_ADMIN_REFERENCE, ENGINE_SCOPE_SYMBOL, sym);
+
+	c.u.admin.price = price;
+	return c;
+}
+
+/* E replaced by an engine with these configuration risk entries. */
+static void recreate(const struct engine_cmd *entries, size_t n)
+{
+	struct engine_admin_cmd a[16];
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 1024,
+		.max_tokens = 4096, .max_levels = 64, .risk = a, .n_risk = n,
+	};
+
+	ck_assert_uint_le(n, 16);
+	for (size_t i = 0; i < n; i++)
+		a[i] = entries[i].u.admin;
+	engine_destroy(E);
+	ck_assert_int_eq(engine_create(&E, &cfg), 0);
+}
+
+/* An Enter that must be Rejected with reason, and one that must rest. */
+static void refused(struct engine_cmd c, char reason)
+{
+	apply(c);
+	n_msgs(1);
+	rejected(0, c.user, c.u.enter.token, reason);
+}
+
+static struct engine_risk_view risk_of(uint32_t scope, const char *name)
+{
+	struct engine_risk_view v;
+
+	memset(&v, 0xa5, sizeof(v));
+	ck_assert_int_eq(engine_get_risk(E, scope, name, &v), 0);
+	ck_assert_uint_eq(v.limits.set, RISK_ALL);
+	return v;
+}
+
+/* A day limit order, displayed, on MSFT. */
+static struct engine_cmd msft(const char *user, const char *firm, const char *token, char side,
+			      uint32_t shares, uint32_t price)
+{
+	return enter_full(user, firm, token, side, shares, "MSFT", price, OUCH_TIF_SYSTEM_HOURS, 'Y', 0);
+}
+
+/* Each limit rejects with its reason just past its bound and passes at it. */
+START_TEST(risk_limits_each_reason)
+{
+	struct engine_stats st;
+
+	apply(adm_limits(ENGINE_SCOPE_USER, "UQ", "max_qty=100"));
+	apply(adm_limits(ENGINE_SCOPE_USER, "UN", "max_notional=10000"));
+	apply(adm_limits(ENGINE_SCOPE_USER, "UC", "collar=5%"));
+	apply(adm_limits(ENGINE_SCOPE_USER, "UO", "max_open=2"));
+	apply(adm_limits(ENGINE_SCOPE_USER, "UR", "credit=20000"));
+	apply(adm_ref("AAPL", P(100, 0)));
+	ck_assert_uint_eq(stats().admin_events, 6);
+	/* max_qty: shares */
+	refused(lim("UQ", "F1", "q1", 'B', 101, P(90, 0)), 'm');
+	rest(lim("UQ", "F1", "q2", 'B', 100, P(90, 0)));
+	apply(lim("UQ", "F1", "q1", 'B', 1, P(90, 0))); /* the rejected token was consumed */
+	n_msgs(0);
+	ck_assert_uint_eq(stats().ignored_duplicates, 1);
+	/* max_notional: $100 x 100 = $10,000 */
+	refused(lim("UN", "F1", "n1", 'B', 101, P(99, 1)), 'n');
+	rest(lim("UN", "F1", "n2", 'B', 100, P(99, 0)));
+	rest(lim("UN", "F1", "n3", 'B', 10000, P(1, 0)));
+	/* collar: 5% of the $100 reference, both ways */
+	refused(lim("UC", "F1", "c1", 'S', 10, P(105, 1)), 'X');
+	refused(lim("UC", "F1", "c2", 'B', 10, P(94, 99)), 'X');
+	rest(lim("UC", "F1", "c3", 'S', 10, P(105, 0)));
+	rest(lim("UC", "F1", "c4", 'B', 10, P(95, 0)));
+	/* a market order is never collared */
+	apply(enter_full("UC", "F1", "c5", 'B', 5, "MSFT", OUCH_PRICE_MARKET, 0, 'Y', 0));
+	accepted(0, "UC", "c5");
+	canceled(1, "UC", "c5", 5, OUCH_CXL_IOC);
+	/* max_open: resting orders at once */
+	rest(lim("UO", "F1", "o1", 'B', 1, P(80, 0)));
+	rest(lim("UO", "F1", "o2", 'B', 1, P(80, 0)));
+	refused(lim("UO", "F1", "o3", 'B', 1, P(80, 0)), 'q');
+	apply(cxl("UO", "o1", 0));
+	rest(lim("UO", "F1", "o4", 'B', 1, P(80, 0)));
+	/* credit: resting notional plus this one's */
+	rest(msft("UR", "F2", "r1", 'B', 100, P(90, 0)));
+	rest(msft("UR", "F2", "r2", 'B', 100, P(110, 0)));
+	refused(msft("UR", "F2", "r3", 'B', 1, P(1, 0)), 'r');
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "UR").open_notional, 100ull * P(200, 0));
+	/* a fill releases credit: UX's sell takes 60 of r2 at $110 */
+	apply(msft("UX", "F3", "x1", 'S', 60, P(110, 0)));
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "UR").open_notional, 100ull * P(90, 0) + 40ull * P(110, 0));
+	refused(msft("UR", "F2", "r4", 'B', 67, P(100, 0)), 'r');
+	rest(msft("UR", "F2", "r5", 'B', 66, P(100, 0))); /* $20,000 exactly */
+	/* and a cancel, partial ($5,400 back) then full */
+	apply(cxl("UR", "r1", 40));
+	refused(msft("UR", "F2", "r7", 'B', 55, P(100, 0)), 'r');
+	rest(msft("UR", "F2", "r6", 'B', 54, P(100, 0)));
+	apply(cxl("UR", "r6", 0));
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "UR").open_orders, 3);
+	st = stats();
+	ck_assert_uint_eq(st.risk_qty, 1);
+	ck_assert_uint_eq(st.risk_notional, 1);
+	ck_assert_uint_eq(st.risk_collar, 2);
+	ck_assert_uint_eq(st.risk_open, 1);
+	ck_assert_uint_eq(st.risk_credit, 3);
+	ck_assert_uint_eq(st.risk_killed, 0);
+	ck_assert_uint_eq(st.risk_rejects, 8);
+	ck_assert_uint_eq(st.rejects, 8);
+}
+END_TEST
+
+/* Field by field: tape[name], config[name], tape["*"], config["*"]; the
+ * user's limits before the firm's; a given 0 is no limit. */
+START_TEST(risk_precedence)
+{
+	const struct engine_cmd cfg[] = {
+		adm_limits(ENGINE_SCOPE_FIRM, "F1", "max_qty=500 max_open=3"),
+		adm_limits(ENGINE_SCOPE_USER, "*", "max_qty=300"),
+		adm_limits(ENGINE_SCOPE_FIRM, "*", "max_qty=1000 max_notional=1000000"),
+		adm_limits(ENGINE_SCOPE_USER, "U2", "max_qty=50"),
+		adm_ref("NOPE", P(1, 0)), /* another partition's symbol */
+	};
+	struct engine_risk_view v;
+
+	recreate(cfg, 5);
+	refused(lim("U1", "F1", "a1", 'B', 301, P(10, 0)), 'm'); /* config "*" */
+	rest(lim("U1", "F1", "a2", 'B', 300, P(10, 0)));
+	refused(lim("U2", "F1", "b1", 'B', 51, P(10, 0)), 'm'); /* config[name] */
+	apply(adm_limits(ENGINE_SCOPE_USER, "*", "max_qty=200"));
+	refused(lim("U1", "F1", "a3", 'B', 201, P(10, 0)), 'm'); /* tape "*" over config "*" */
+	refused(lim("U2", "F1", "b2", 'B', 51, P(10, 0)), 'm'); /* config[name] over tape "*" */
+	apply(adm_limits(ENGINE_SCOPE_USER, "U2", "max_qty=none"));
+	rest(lim("U2", "F1", "b3", 'B', 500, P(10, 0))); /* no user limit: the firm's 500 */
+	refused(lim("U2", "F1", "b4", 'B', 501, P(10, 0)), 'm');
+	apply(adm_limits(ENGINE_SCOPE_FIRM, "F1", "max_qty=800"));
+	rest(lim("U2", "F1", "b5", 'B', 800, P(10, 0))); /* tape[firm] over config[firm] */
+	refused(lim("U2", "F1", "b6", 'B', 1, P(10, 0)), 'q'); /* config max_open=3 still */
+	/* another firm: the firms' "*" */
+	refused(lim("U3", "F2", "c1", 'B', 150, P(10000, 0)), 'n');
+	rest(lim("U3", "F2", "c2", 'B', 100, P(10000, 0)));
+	v = risk_of(ENGINE_SCOPE_FIRM, "F1");
+	ck_assert_uint_eq(v.limits.max_qty, 800);
+	ck_assert_uint_eq(v.limits.max_open, 3);
+	ck_assert_uint_eq(v.limits.max_notional, 1000000ull * 10000);
+	ck_assert_uint_eq(v.limits.credit, 0);
+	ck_assert_uint_eq(v.open_orders, 3);
+	ck_assert_uint_eq(v.open_notional, 1600ull * P(10, 0));
+	ck_assert_int_eq(v.killed, 0);
+	v = risk_of(ENGINE_SCOPE_USER, "U2");
+	ck_assert_uint_eq(v.limits.max_qty, 0);
+	ck_assert_uint_eq(v.open_orders, 2);
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "U3").limits.max_qty, 200);
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "*").limits.max_qty, 200);
+	ck_assert_int_eq(engine_get_risk(E, ENGINE_SCOPE_USER, "NOBODY", &v), -ENOENT);
+	ck_assert_int_eq(engine_get_risk(E, ENGINE_SCOPE_FIRM, "F9", &v), -ENOENT);
+	ck_assert_int_eq(engine_get_risk(E, ENGINE_SCOPE_SYMBOL, "AAPL", &v), -EINVAL);
+	/* LIMITS of a symbol, a kill switch of "*", an unknown symbol, a bad
+	 * name: ignored */
+	apply(adm_limits(ENGINE_SCOPE_SYMBOL, "AAPL", "max_qty=1"));
+	apply(adm_kill(ENGINE_SCOPE_FIRM, "*", 0));
+	apply(adm_ref("NOPE", P(1, 0)));
+	apply(adm_ref("*", P(1, 0)));
+	apply(adm_limits(ENGINE_SCOPE_FIRM, "TOOLONG", "max_qty=1"));
+	apply(adm(9, ENGINE_SCOPE_FIRM, "F1"));
+	ck_assert_uint_eq(stats().admin_ignored, 6);
+	ck_assert_uint_eq(stats().admin_events, 3);
+}
+END_TEST
+
+/* A kill switch rejects 'a'; with cancel it cancels exactly that firm's
+ * open orders ('S', entry order, each to its user); Cancel still works;
+ * LIFT restores. */
+START_TEST(risk_kill_switch)
+{
+	struct engine_risk_view v;
+
+	rest(lim("U1", "F1", "A", 'B', 100, P(10, 0)));
+	rest(lim("U2", "F2", "B", 'B', 100, P(10, 0)));
+	rest(lim("U4", "F1", "C", 'S', 100, P(20, 0)));
+	rest(lim("U1", "F1", "D", 'B', 100, P(9, 0)));
+	apply(replace("U1", "A", "A2", 50, P(11, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	replaced(0, "U1", "A2", "A", 50, P(11, 0));
+	apply(adm_kill(ENGINE_SCOPE_FIRM, "F1", 1));
+	n_msgs(3);
+	canceled(0, "U1", "A2", 50, OUCH_CXL_SUPERVISORY);
+	canceled(1, "U4", "C", 100, OUCH_CXL_SUPERVISORY);
+	canceled(2, "U1", "D", 100, OUCH_CXL_SUPERVISORY);
+	v = risk_of(ENGINE_SCOPE_FIRM, "F1");
+	ck_assert_int_eq(v.killed, 1);
+	ck_assert_uint_eq(v.open_orders, 0);
+	ck_assert_uint_eq(v.open_notional, 0);
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_FIRM, "F2").open_orders, 1);
+	ck_assert_uint_eq(stats().orders_open, 1);
+	ck_assert_uint_eq(stats().kill_cancels, 3);
+	refused(lim("U1", "F1", "E", 'B', 1, P(10, 0)), 'a');
+	refused(lim("U5", "F1", "E", 'B', 1, P(10, 0)), 'a'); /* a new login of the firm */
+	rest(lim("U2", "F2", "E", 'S', 1, P(30, 0)));
+	/* a user's switch without cancel: its orders stay, Cancel and Modify work */
+	apply(adm_kill(ENGINE_SCOPE_USER, "U2", 0));
+	n_msgs(0);
+	refused(lim("U2", "F2", "F", 'B', 1, P(10, 0)), 'a');
+	apply(replace("U2", "B", "B2", 50, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	rejected(0, "U2", "B2", 'a');
+	apply(cxl("U2", "B", 60));
+	canceled(0, "U2", "B", 40, OUCH_CXL_USER);
+	apply(mod("U2", "E", 'T', 1));
+	msg_at(0, "U2", OUCH_ORDER_MODIFIED);
+	ck_assert_int_eq(risk_of(ENGINE_SCOPE_USER, "U2").killed, 1);
+	/* LIFT restores; LIFT of a name never killed is harmless */
+	apply(adm(ENGINE_ADMIN_LIFT, ENGINE_SCOPE_FIRM, "F1"));
+	apply(adm(ENGINE_ADMIN_LIFT, ENGINE_SCOPE_USER, "U2"));
+	apply(adm(ENGINE_ADMIN_LIFT, ENGINE_SCOPE_USER, "NOBODY"));
+	rest(lim("U1", "F1", "G", 'B', 1, P(10, 0)));
+	rest(lim("U2", "F2", "H", 'B', 1, P(10, 0)));
+	ck_assert_int_eq(risk_of(ENGINE_SCOPE_FIRM, "F1").killed, 0);
+	ck_assert_uint_eq(stats().risk_killed, 4);
+	ck_assert_uint_eq(stats().admin_events, 5);
+	/* a user's kill with cancel: that user's orders only, in entry order */
+	rest(lim("U4", "F1", "I", 'B', 1, P(10, 0)));
+	apply(adm_kill(ENGINE_SCOPE_USER, "U2", 1));
+	n_msgs(3);
+	canceled(0, "U2", "B", 60, OUCH_CXL_SUPERVISORY);
+	canceled(1, "U2", "E", 1, OUCH_CXL_SUPERVISORY);
+	canceled(2, "U2", "H", 1, OUCH_CXL_SUPERVISORY);
+	ck_assert_uint_eq(stats().orders_open, 2);
+}
+END_TEST
+
+/* A Replace is checked as an Enter of its new shares and price, without
+ * its own order; a failing one leaves the order as it was. */
+START_TEST(risk_replace)
+{
+	uint64_t ref;
+
+	apply(adm_limits(ENGINE_SCOPE_USER, "U1", "max_qty=100 max_open=1 credit=12000"));
+	apply(lim("U1", "F1", "A", 'B', 100, P(100, 0)));
+	ref = accepted(0, "U1", "A");
+	apply(replace("U1", "A", "A2", 101, P(100, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	n_msgs(1);
+	rejected(0, "U1", "A2", 'm');
+	/* own order not counted: max_open 1 and credit $12,000 pass */
+	apply(replace("U1", "A", "A3", 100, P(120, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	ck_assert_uint_gt(replaced(0, "U1", "A3", "A", 100, P(120, 0)), ref);
+	apply(replace("U1", "A3", "A4", 100, P(120, 1), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	rejected(0, "U1", "A4", 'r');
+	/* the order is as it was: A3, 100 at $120, and the rejected token is free */
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "U1").open_notional, 100ull * P(120, 0));
+	apply(replace("U1", "A3", "A4", 90, P(120, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	replaced(0, "U1", "A4", "A3", 90, P(120, 0));
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "U1").open_notional, 90ull * P(120, 0));
+	/* a Replace's price is collared too */
+	apply(adm_limits(ENGINE_SCOPE_FIRM, "F1", "collar=1%"));
+	apply(adm_ref("AAPL", P(120, 0)));
+	apply(replace("U1", "A4", "A5", 90, P(125, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	rejected(0, "U1", "A5", 'X');
+	apply(cxl("U1", "A4", 0));
+	canceled(0, "U1", "A4", 90, OUCH_CXL_USER);
+	ck_assert_uint_eq(stats().risk_rejects, 3);
+}
+END_TEST
+
+/* The reference price: the configuration's, then the last execution's,
+ * then ADMIN REFERENCE's; none: no collar. A market order's notional is
+ * taken at it. */
+START_TEST(risk_collar_reference)
+{
+	const struct engine_cmd cfg[] = {
+		adm_limits(ENGINE_SCOPE_USER, "*", "collar=10%"),
+		adm_ref("AAPL", P(100, 0)),
+		adm_limits(ENGINE_SCOPE_USER, "UM", "max_notional=1000"),
+	};
+
+	recreate(cfg, 3);
+	refused(lim("U1", "F1", "a", 'S', 10, P(110, 1)), 'X');
+	rest(lim("U1", "F1", "b", 'S', 10, P(110, 0)));
+	/* a trade at $110: the reference follows it */
+	apply(lim("U2", "F2", "c", 'B', 10, P(110, 0)));
+	fill(1, "U1", "b", "U2", "c", 10, P(110, 0), 1);
+	rest(lim("U1", "F1", "d", 'S', 10, P(121, 0)));
+	refused(lim("U1", "F1", "e", 'S', 10, P(121, 1)), 'X');
+	apply(adm_ref("AAPL", P(50, 0)));
+	refused(lim("U1", "F1", "f", 'B', 10, P(55, 1)), 'X');
+	rest(lim("U1", "F1", "g", 'B', 10, P(55, 0)));
+	/* no reference on MSFT: no collar */
+	rest(enter_full("U1", "F1", "h", 'B', 10, "MSFT", P(1, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	/* market: notional at the reference ($50 x 21 > $1,000), never collared */
+	refused(enter_full("UM", "F3", "m1", 'B', 21, "AAPL", OUCH_PRICE_MARKET, 0, 'Y', 0), 'n');
+	apply(enter_full("UM", "F3", "m2", 'S', 20, "AAPL", OUCH_PRICE_MARKET, 0, 'Y', 0));
+	accepted(0, "UM", "m2");
+	/* no reference: a market order's notional is 0 */
+	apply(enter_full("UM", "F3", "m3", 'S', 1000, "MSFT", OUCH_PRICE_MARKET, 0, 'Y', 0));
+	accepted(0, "UM", "m3");
+	ck_assert_uint_eq(stats().risk_collar, 3);
+}
+END_TEST
+
+/* The day: END cancels and releases; START keeps limits, kill switches and
+ * references. */
+START_TEST(risk_across_days)
+{
+	struct engine_cmd end = base(ENGINE_DAY, "", ""), start = base(ENGINE_DAY, "", "");
+
+	end.u.day.kind = ENGINE_DAY_END;
+	end.u.day.day = 1;
+	start.u.day.kind = ENGINE_DAY_START;
+	start.u.day.day = 2;
+	apply(adm_limits(ENGINE_SCOPE_USER, "U1", "max_qty=10 collar=1%"));
+	apply(adm_kill(ENGINE_SCOPE_FIRM, "F2", 0));
+	apply(adm_ref("AAPL", P(10, 0)));
+	rest(lim("U1", "F1", "a", 'B', 10, P(10, 0)));
+	apply(end);
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_USER, "U1").open_orders, 0);
+	ck_assert_uint_eq(risk_of(ENGINE_SCOPE_FIRM, "F1").open_notional, 0);
+	apply(start);
+	refused(lim("U1", "F1", "a", 'B', 11, P(10, 0)), 'm');
+	refused(lim("U1", "F1", "b", 'B', 10, P(10, 11)), 'X');
+	refused(lim("U3", "F2", "c", 'B', 10, P(10, 0)), 'a');
+	rest(lim("U1", "F1", "d", 'B', 10, P(10, 0)));
+}
+END_TEST
+
+/* The firm table: max_firms, counted in the pools; a full table rejects 'O'. */
+START_TEST(risk_firm_table)
+{
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 64,
+		.max_tokens = 256, .max_levels = 16, .max_firms = 2,
+	};
+	struct engine_pool pools[ENGINE_POOLS];
+
+	engine_get_pools(E, pools);
+	ck_assert_str_eq(pools[4].name, "firms");
+	ck_assert_uint_eq(pools[4].size, 4096);
+	engine_destroy(E);
+	ck_assert_int_eq(engine_create(&E, &cfg), 0);
+	rest(lim("U1", "F1", "a", 'B', 1, P(10, 0)));
+	rest(lim("U2", "", "a", 'B', 1, P(10, 0))); /* no firm: no entry */
+	apply(adm_kill(ENGINE_SCOPE_FIRM, "F2", 0));
+	refused(lim("U3", "F3", "a", 'B', 1, P(10, 0)), 'O');
+	apply(adm_kill(ENGINE_SCOPE_FIRM, "F4", 0));
+	ck_assert_uint_eq(stats().admin_ignored, 1);
+	engine_get_pools(E, pools);
+	ck_assert_uint_eq(pools[4].used, 2);
+	ck_assert_uint_eq(pools[4].size, 2);
+}
+END_TEST
+
+/* Configuration entries: bad ones refused, KILL/LIFT and other partitions'
+ * symbols not taken; the configuration is in the hash, in any order. */
+START_TEST(risk_config_and_hash)
+{
+	struct engine_cmd a[3] = {
+		adm_limits(ENGINE_SCOPE_FIRM, "F1", "max_qty=5"),
+		adm_ref("AAPL", P(10, 0)),
+		adm_limits(ENGINE_SCOPE_USER, "*", "credit=100"),
+	};
+	struct engine_cmd b[3] = { a[2], a[0], a[1] };
+	struct engine_cmd bad = adm_limits(ENGINE_SCOPE_SYMBOL, "AAPL", "max_qty=5");
+	struct engine_cmd kill = adm_kill(ENGINE_SCOPE_FIRM, "F1", 1);
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 64,
+		.max_tokens = 256, .max_levels = 16, .risk = &bad.u.admin, .n_risk = 1,
+	};
+	struct engine *x;
+	uint64_t h0 = engine_hash(E), ha, hb;
+
+	ck_assert_int_eq(engine_create(&x, &cfg), -EINVAL);
+	bad = adm_ref("AAPL", 0);
+	ck_assert_int_eq(engine_create(&x, &cfg), -EINVAL);
+	cfg.risk = &kill.u.admin; /* not taken: as no configuration */
+	ck_assert_int_eq(engine_create(&x, &cfg), 0);
+	ck_assert_uint_eq(engine_hash(x), h0);
+	engine_destroy(x);
+	recreate(a, 3);
+	ha = engine_hash(E);
+	recreate(b, 3);
+	hb = engine_hash(E);
+	ck_assert_uint_eq(ha, hb);
+	ck_assert_uint_ne(ha, h0);
+	b[0] = adm_limits(ENGINE_SCOPE_USER, "*", "credit=101");
+	recreate(b, 3);
+	ck_assert_uint_ne(engine_hash(E), ha);
+	/* a configuration's limit and the tape's */
+	refused(lim("U1", "F1", "x", 'B', 6, P(1, 0)), 'm');
+}
+END_TEST
+
 /* --- determinism over a random tape ----------------------------------------- */
 
 #define R_N 200000
@@ -1233,6 +1654,42 @@ static void gen_one(struct rcmd *r, uint64_t *s, uint32_t *next_tok)
 	strcpy(r->c.firm, firm);
 }
 
+/* An operator's command: limits, a kill switch (with cancel or not), a
+ * lift (most often: switches do not stay on long) or a reference price. */
+static void gen_admin(struct rcmd *r, uint64_t *s)
+{
+	uint32_t x = (uint32_t)(rnd(s) % 100), scope = rnd(s) % 2 ? ENGINE_SCOPE_FIRM : ENGINE_SCOPE_USER;
+	char name[8];
+	struct risk_limits *l;
+
+	if (scope == ENGINE_SCOPE_FIRM)
+		snprintf(name, sizeof(name), "F%u", (uint32_t)(rnd(s) % R_FIRMS));
+	else
+		snprintf(name, sizeof(name), "U%02u", (uint32_t)(rnd(s) % R_USERS));
+	if (rnd(s) % 8 == 0)
+		strcpy(name, "*");
+	if (x < 40) {
+		r->c = adm(ENGINE_ADMIN_LIMITS, scope, name);
+		l = &r->c.u.admin.limits;
+		l->set = (uint32_t)(rnd(s) % 32);
+		l->max_qty = l->set & RISK_MAX_QTY ? (uint32_t)(rnd(s) % 5) * 100 : 0;
+		l->max_notional = l->set & RISK_MAX_NOTIONAL ? (rnd(s) % 5) * 2000ull * 10000 : 0;
+		l->collar_bp = l->set & RISK_COLLAR ? (uint32_t)(rnd(s) % 4) * 20 : 0;
+		l->max_open = l->set & RISK_MAX_OPEN ? (uint32_t)(rnd(s) % 5) * 8 : 0;
+		l->credit = l->set & RISK_CREDIT ? (rnd(s) % 5) * 100000ull * 10000 : 0;
+	} else if (x < 55) {
+		r->c = adm_kill(scope, name, (int)(rnd(s) % 2));
+	} else if (x < 85) {
+		r->c = adm(ENGINE_ADMIN_LIFT, scope, name);
+	} else {
+		uint32_t sym = (uint32_t)(rnd(s) % R_SYMS);
+
+		r->c = adm_ref(rsyms[sym], rprice(s, sym));
+	}
+}
+
+static int r_risk; /* gen_tape writes Admin commands too */
+
 static struct rcmd *gen_tape(size_t n, uint64_t seed)
 {
 	struct rcmd *v = calloc(n, sizeof(*v));
@@ -1241,13 +1698,18 @@ static struct rcmd *gen_tape(size_t n, uint64_t seed)
 
 	ck_assert_ptr_nonnull(v);
 	for (int i = 0; i < R_SYMS; i++) {
-		snprintf(rsym_names[i], sizeof(rsym_names[i]), "S%03d", i);
+		snprintf(rsym_names[i], sizeof(rsym_names[i]), "S%03u", (unsigned)i % 1000);
 		rsyms[i] = rsym_names[i];
 	}
 	for (size_t i = 0; i < n; i++) {
 		t += rnd(&s) % 2000000; /* up to 2 ms between events */
 		v[i].t = t;
 		gen_one(&v[i], &s, next_tok);
+		if (r_risk && rnd(&s) % 200 == 0) {
+			v[i].advance = 0;
+			v[i].fresh = 0;
+			gen_admin(&v[i], &s);
+		}
 	}
 	return v;
 }
@@ -1261,6 +1723,29 @@ static struct engine *rengine_with(uint32_t max_orders, uint32_t max_tokens)
 		.max_users = 1024,
 	};
 
+	ck_assert_int_eq(engine_create(&e, &cfg), 0);
+	return e;
+}
+
+/* The random tape's engine with a risk configuration (variant 0 or 1). */
+static struct engine *rengine_risk(int variant)
+{
+	struct engine *e;
+	struct engine_cmd c[4] = {
+		adm_limits(ENGINE_SCOPE_USER, "*", variant ? "max_open=31" : "max_open=30"),
+		adm_limits(ENGINE_SCOPE_FIRM, "F1", "max_qty=300 collar=2%"),
+		adm_limits(ENGINE_SCOPE_USER, "U03", "credit=500000"),
+		adm_ref("S010", 210000),
+	};
+	struct engine_admin_cmd a[4];
+	struct engine_config cfg = {
+		.symbols = rsyms, .n_symbols = R_SYMS, .max_shares = 1000000,
+		.max_orders = 1u << 16, .max_tokens = 1u << 19, .max_levels = 256,
+		.max_users = 1024, .risk = a, .n_risk = 4,
+	};
+
+	for (int i = 0; i < 4; i++)
+		a[i] = c[i].u.admin;
 	ck_assert_int_eq(engine_create(&e, &cfg), 0);
 	return e;
 }
@@ -1511,21 +1996,29 @@ static void round_trip(uint32_t max_orders, uint32_t max_tokens)
 	free(v);
 }
 
-/* A version 3 stream made into version 2's (the day block cut out): the
- * layout of engine_snapshot.c, a header of 4 u32 and 27 u64, then the day
- * block of 2 u32 and 5 u64. Only an engine that never saw a DayEvent can
- * be written so, and the version 2 reader takes it as day 1, open. */
-#define SNAP_HEAD_LEN (4 * 4 + 27 * 8)
-#define SNAP_DAY_LEN (2 * 4 + 5 * 8)
-static void snap_to_v2(struct membuf *mb)
+/* A version 4 stream made into version 3's (the risk trailer cut off): the
+ * layout of engine_snapshot.c, where the trailer is struct snap_risk (10
+ * u64 of counters, 2 u32, 2 risk_limits of 32 bytes, a u64), a snap_firm
+ * (2 u32 and a risk_limits) per firm, a snap_ulim (48 bytes) per named
+ * user, a u32 per symbol, then per firm and for no firm 2 u32 and the
+ * order indices. Only an engine that never saw an Admin can be written so,
+ * and the version 3 reader takes it with no risk state. */
+#define SNAP_RISK_LEN (10 * 8 + 2 * 4 + 2 * 32 + 8)
+static void snap_to_v3(struct membuf *mb, const struct engine *e, uint32_t n_symbols)
 {
-	uint32_t v = 2;
+	struct engine_pool pools[ENGINE_POOLS];
+	struct engine_stats st;
+	uint32_t v = 3;
+	size_t trailer;
 
-	ck_assert_uint_gt(mb->len, SNAP_HEAD_LEN + SNAP_DAY_LEN);
+	engine_get_pools(e, pools);
+	engine_get_stats(e, &st);
+	ck_assert_uint_eq(st.admin_events, 0);
+	trailer = SNAP_RISK_LEN + pools[4].used * 40 + (size_t)n_symbols * 4 +
+		  (pools[4].used + 1) * 8 + st.orders_open * 4;
+	ck_assert_uint_gt(mb->len, trailer);
 	memcpy(mb->p + 4, &v, sizeof(v));
-	memmove(mb->p + SNAP_HEAD_LEN, mb->p + SNAP_HEAD_LEN + SNAP_DAY_LEN,
-		mb->len - SNAP_HEAD_LEN - SNAP_DAY_LEN);
-	mb->len -= SNAP_DAY_LEN;
+	mb->len -= trailer;
 	mb->off = 0;
 }
 
@@ -1533,7 +2026,7 @@ static void snap_to_v2(struct membuf *mb)
  * of day 1, START of day 2, END of day 2, START of day 3. A snapshot in
  * each phase (open, closed, the next day) loads with the same day, hash and
  * counters, and the rest of the tape gives both engines the same messages;
- * an older (version 2) snapshot loads as day 1, open. */
+ * an older (version 3) snapshot loads with the same day. */
 START_TEST(snapshot_day_round_trip)
 {
 	const size_t n = 30000;
@@ -1581,22 +2074,24 @@ START_TEST(snapshot_day_round_trip)
 		ck_assert_uint_eq(sa.day_events, 4);
 		ck_assert_uint_gt(sa.closed_cancels, 10);
 		engine_destroy(b);
-		if (k == 0) {
-			/* before any DayEvent: the same state as version 2 */
+		if (k == 0 || k == 4) {
+			/* version 3 (no risk trailer) loads with the same state */
 			struct engine *c = rengine(), *d = rengine();
 
 			run_range(c, v, 0, cuts[k], &ca);
 			free(mb.p);
 			memset(&mb, 0, sizeof(mb));
 			ck_assert_int_eq(engine_snapshot_write(c, mem_write, &mb), 0);
-			snap_to_v2(&mb);
+			snap_to_v3(&mb, c, R_SYMS);
 			ck_assert_int_eq(engine_snapshot_read(d, mem_read, &mb), 0);
 			ck_assert_uint_eq(mb.off, mb.len);
 			engine_get_day(d, &db);
-			ck_assert_uint_eq(db.day, 1);
-			ck_assert_uint_eq(db.base, 1);
-			ck_assert_int_eq(db.open, 1);
+			engine_get_day(c, &da);
+			ck_assert_uint_eq(db.day, da.day);
+			ck_assert_uint_eq(db.base, da.base);
+			ck_assert_int_eq(db.open, da.open);
 			ck_assert_uint_eq(engine_hash(d), engine_hash(c));
+			ck_assert_int_eq(engine_verify(d), 0);
 			ck_assert_uint_eq(run_range(c, v, cuts[k], n, &ca),
 					  run_range(d, v, cuts[k], n, &cb));
 			ck_assert_uint_eq(engine_hash(d), engine_hash(a));
@@ -1740,6 +2235,99 @@ START_TEST(snapshot_dead_tokens)
 }
 END_TEST
 
+/* A random tape with Admin commands (limits, kill switches with and without
+ * cancel, lifts, references) on a configured engine: two engines agree
+ * message for message and hash for hash, engine_verify (which recomputes
+ * the per-user and per-firm aggregates) passes throughout, every risk
+ * reason occurs; a snapshot mid-tape keeps the hash and the risk state and
+ * both engines answer the rest alike; an engine configured otherwise loads
+ * it but hashes differently. */
+START_TEST(risk_random_tape)
+{
+	const size_t n = 100000, cut = 60000;
+	struct rcmd *v;
+	struct engine *a, *b, *c, *d;
+	struct cap ca = { 0 }, cb = { 0 }, cc = { 0 };
+	struct membuf mb = { 0 };
+	struct engine_stats sa, sc;
+	uint64_t da, db;
+
+	r_risk = 1;
+	v = gen_tape(n, 0x715c0ffeeull);
+	r_risk = 0;
+	a = rengine_risk(0);
+	b = rengine_risk(0);
+	c = rengine_risk(0);
+	d = rengine_risk(1);
+	da = run_tape(a, v, n, &ca, 5000);
+	db = run_tape(b, v, n, &cb, 0);
+	ck_assert_uint_eq(da, db);
+	ck_assert_uint_eq(engine_hash(a), engine_hash(b));
+	ck_assert_int_eq(engine_verify(a), 0);
+	engine_get_stats(a, &sa);
+	printf("risk tape: %llu admin (%llu ignored), %llu risk rejects (a %llu, m %llu, n %llu, "
+	       "X %llu, q %llu, r %llu), %llu kill cancels, %llu matches\n",
+	       (unsigned long long)sa.admin_events, (unsigned long long)sa.admin_ignored,
+	       (unsigned long long)sa.risk_rejects, (unsigned long long)sa.risk_killed,
+	       (unsigned long long)sa.risk_qty, (unsigned long long)sa.risk_notional,
+	       (unsigned long long)sa.risk_collar, (unsigned long long)sa.risk_open,
+	       (unsigned long long)sa.risk_credit, (unsigned long long)sa.kill_cancels,
+	       (unsigned long long)sa.matches);
+	ck_assert_uint_gt(sa.admin_events, 200);
+	ck_assert_uint_gt(sa.risk_killed, 10);
+	ck_assert_uint_gt(sa.risk_qty, 10);
+	ck_assert_uint_gt(sa.risk_notional, 10);
+	ck_assert_uint_gt(sa.risk_collar, 10);
+	ck_assert_uint_gt(sa.risk_open, 10);
+	ck_assert_uint_gt(sa.risk_credit, 0);
+	ck_assert_uint_gt(sa.kill_cancels, 10);
+	ck_assert_uint_eq(sa.risk_rejects, sa.risk_killed + sa.risk_qty + sa.risk_notional +
+						   sa.risk_collar + sa.risk_open + sa.risk_credit);
+	ck_assert_uint_gt(sa.matches, 500);
+	/* the snapshot mid-tape */
+	run_range(c, v, 0, cut, &cc);
+	ck_assert_int_eq(engine_snapshot_write(c, mem_write, &mb), 0);
+	engine_destroy(b);
+	b = rengine_risk(0);
+	ck_assert_int_eq(engine_snapshot_read(b, mem_read, &mb), 0);
+	ck_assert_uint_eq(mb.off, mb.len);
+	ck_assert_uint_eq(engine_hash(b), engine_hash(c));
+	ck_assert_int_eq(engine_verify(b), 0);
+	engine_get_stats(c, &sc);
+	engine_get_stats(b, &sa);
+	ck_assert_int_eq(memcmp(&sa, &sc, sizeof(sa)), 0);
+	for (uint32_t k = 0; k < R_USERS + R_FIRMS; k++) {
+		struct engine_risk_view vc, vb;
+		uint32_t scope = k < R_USERS ? ENGINE_SCOPE_USER : ENGINE_SCOPE_FIRM;
+		char name[8];
+		int rc;
+
+		if (k < R_USERS)
+			snprintf(name, sizeof(name), "U%02u", k);
+		else
+			snprintf(name, sizeof(name), "F%u", k - R_USERS);
+		memset(&vc, 0, sizeof(vc));
+		memset(&vb, 0, sizeof(vb));
+		rc = engine_get_risk(c, scope, name, &vc);
+		ck_assert_int_eq(engine_get_risk(b, scope, name, &vb), rc);
+		ck_assert_int_eq(memcmp(&vc, &vb, sizeof(vc)), 0);
+	}
+	mb.off = 0;
+	ck_assert_int_eq(engine_snapshot_read(d, mem_read, &mb), 0);
+	ck_assert_uint_ne(engine_hash(d), engine_hash(c)); /* another configuration */
+	ck_assert_uint_eq(run_range(b, v, cut, n, &cb), run_range(c, v, cut, n, &cc));
+	ck_assert_uint_eq(engine_hash(b), engine_hash(c));
+	ck_assert_uint_eq(engine_hash(b), engine_hash(a));
+	ck_assert_int_eq(engine_verify(b), 0);
+	engine_destroy(a);
+	engine_destroy(b);
+	engine_destroy(c);
+	engine_destroy(d);
+	free(mb.p);
+	free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -1776,6 +2364,14 @@ int main(void)
 	tcase_add_test(tc, pool_exhaustion);
 	tcase_add_test(tc, tokens_bounded);
 	tcase_add_test(tc, bad_config);
+	tcase_add_test(tc, risk_limits_each_reason);
+	tcase_add_test(tc, risk_precedence);
+	tcase_add_test(tc, risk_kill_switch);
+	tcase_add_test(tc, risk_replace);
+	tcase_add_test(tc, risk_collar_reference);
+	tcase_add_test(tc, risk_across_days);
+	tcase_add_test(tc, risk_firm_table);
+	tcase_add_test(tc, risk_config_and_hash);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tr, 300);
 	tcase_add_test(tr, determinism_random_tape);
@@ -1784,6 +2380,7 @@ int main(void)
 	tcase_add_test(tr, snapshot_day_round_trip);
 	tcase_add_test(tr, snapshot_million_orders);
 	tcase_add_test(tr, snapshot_dead_tokens);
+	tcase_add_test(tr, risk_random_tape);
 	suite_add_tcase(s, tr);
 	return testutil_run(s, 0);
 }

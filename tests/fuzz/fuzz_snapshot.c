@@ -4,8 +4,11 @@
  * a fresh engine small enough that the order, token, level and user tables
  * fill up (an input refused for its book hash alone is read again with the
  * hash repaired). Whatever the reader returns is 0 or a negative errno.
+ * The bytes after the snapshot, if any, are operator commands
+ * (ENGINE_ADMIN: limits, kill switches, lifts, references; FZ_ADMIN_LEN
+ * bytes each, see admin_of), applied after the first round of commands.
  * When it accepts the input: engine_verify() passes, and still passes after an
- * Enter, a Replace, a Cancel and a Cancel All; every message the engine then
+ * Enter, a Replace, a Cancel, a Cancel All and each Admin; every message the engine then
  * emits is one the OUCH codec can send; the engine's snapshot reads back into
  * a second engine with the same engine_hash() and counters; and the two
  * engines answer the same further commands, then an end and a start of
@@ -40,9 +43,20 @@ static void check(int ok)
 
 static struct engine *new_engine(void)
 {
+	/* the configuration's risk layer: limits of a firm and of every user,
+	 * a reference price */
+	static const struct engine_admin_cmd risk[] = {
+		{ .kind = ENGINE_ADMIN_LIMITS, .scope = ENGINE_SCOPE_FIRM, .name = "F2",
+		  .limits = { .set = RISK_MAX_QTY | RISK_COLLAR, .max_qty = 400, .collar_bp = 500 } },
+		{ .kind = ENGINE_ADMIN_LIMITS, .scope = ENGINE_SCOPE_USER, .name = "*",
+		  .limits = { .set = RISK_MAX_OPEN, .max_open = 20 } },
+		{ .kind = ENGINE_ADMIN_REFERENCE, .scope = ENGINE_SCOPE_SYMBOL, .name = "AAPL",
+		  .price = FZ_PRICE(101) },
+	};
 	const struct engine_config cfg = {
 		.symbols = fz_symbols, .n_symbols = 3, .max_shares = 1000000,
 		.max_orders = 64, .max_tokens = 128, .max_levels = 16, .max_users = 8,
+		.max_firms = 6, .risk = risk, .n_risk = sizeof(risk) / sizeof(risk[0]),
 	};
 	struct engine *e = NULL;
 
@@ -197,6 +211,60 @@ static uint64_t run_round(struct engine *e, int round, uint64_t *seq)
 	return d;
 }
 
+/* --- operator commands from the input's tail ------------------------------ */
+
+#define FZ_ADMIN_LEN 12
+#define FZ_ADMIN_MAX 16
+
+static const char *const fz_names[] = {
+	"F1", "F2", "F3", "F0", "FZ1", "FZ2", "FZ3", "FZ4", "FZ5", "FZ6",
+	"*", "AAPL", "MSFT", "ZVZZT", "NOPE", "", "LONGNAME",
+};
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* An Admin from FZ_ADMIN_LEN bytes: kind, scope, name, cancel and which
+ * limits are given, then two u32 that the values derive from. Kinds and
+ * scopes run one past the valid ones, to reach the ignored paths. */
+static struct engine_cmd admin_of(const uint8_t *p)
+{
+	struct engine_cmd c = cmd_base(ENGINE_ADMIN, "", "");
+	struct engine_admin_cmd *a = &c.u.admin;
+	uint32_t x = get32(p + 4), y = get32(p + 8);
+
+	a->kind = p[0] % 6;
+	a->scope = p[1] % 5;
+	set_str(a->name, sizeof(a->name), fz_names[p[2] % (sizeof(fz_names) / sizeof(fz_names[0]))]);
+	a->cancel = p[3] & 1;
+	a->limits.set = (uint32_t)(p[3] >> 1) & RISK_ALL;
+	a->limits.max_qty = a->limits.set & RISK_MAX_QTY ? x % 2000 : 0;
+	a->limits.max_notional = a->limits.set & RISK_MAX_NOTIONAL ? (uint64_t)y * 100 : 0;
+	a->limits.collar_bp = a->limits.set & RISK_COLLAR ? x >> 20 : 0;
+	a->limits.max_open = a->limits.set & RISK_MAX_OPEN ? y % 64 : 0;
+	a->limits.credit = a->limits.set & RISK_CREDIT ? (uint64_t)x * y : 0;
+	a->price = x;
+	return c;
+}
+
+/* The tail's Admin commands (at most FZ_ADMIN_MAX), each verified after. */
+static void run_admin(struct engine *e, const uint8_t *tail, size_t len, uint64_t *seq)
+{
+	uint64_t d = 0;
+
+	for (size_t i = 0; i < FZ_ADMIN_MAX && len >= FZ_ADMIN_LEN * (i + 1); i++) {
+		struct engine_cmd c = admin_of(tail + FZ_ADMIN_LEN * i);
+
+		engine_apply(e, ++*seq, FZ_TAPE_NS + 5 * FZ_NS, &c, digest_msg, &d);
+		check(engine_verify(e) == 0);
+	}
+}
+
 static struct engine_cmd cmd_day(uint32_t kind, uint32_t day)
 {
 	struct engine_cmd c = cmd_base(ENGINE_DAY, "", "");
@@ -254,7 +322,7 @@ static struct engine *copy_engine(const struct engine *a)
  * short of the checks that follow it; so an input refused with -EBADMSG is
  * read again with the book hash that the first reader computed, as a
  * fuzzer of a file format repairs its checksum. */
-static struct engine *read_input(const uint8_t *data, size_t size)
+static struct engine *read_input(const uint8_t *data, size_t size, size_t *used)
 {
 	struct fz_buf in = { .p = (uint8_t *)data, .len = size };
 	struct engine *e = new_engine();
@@ -262,6 +330,7 @@ static struct engine *read_input(const uint8_t *data, size_t size)
 	int r = engine_snapshot_read(e, buf_read, &in);
 
 	check(r == 0 || (r < 0 && r > -4096));
+	*used = in.off;
 	if (r == 0)
 		return e;
 	h = e->book_hash;
@@ -273,7 +342,9 @@ static struct engine *read_input(const uint8_t *data, size_t size)
 	memcpy(in.p, data, size);
 	memcpy(in.p + FZ_BOOK_HASH_AT, &h, sizeof(h));
 	e = new_engine();
+	in.off = 0;
 	r = engine_snapshot_read(e, buf_read, &in);
+	*used = in.off;
 	free(in.p);
 	check(r == 0 || (r < 0 && r > -4096));
 	if (r == 0)
@@ -284,7 +355,8 @@ static struct engine *read_input(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct engine *a = read_input(data, size), *c;
+	size_t used = 0;
+	struct engine *a = read_input(data, size, &used), *c;
 	uint64_t seq_a, seq_c;
 
 	if (!a)
@@ -292,6 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(engine_verify(a) == 0);
 	seq_a = 1000;
 	run_round(a, 0, &seq_a);
+	run_admin(a, data + used, size - used, &seq_a);
 	c = copy_engine(a);
 	seq_c = seq_a;
 	check(run_round(a, 1, &seq_a) == run_round(c, 1, &seq_c));

@@ -11,8 +11,13 @@
  *   full       the order pool full (max_orders), all max_users users, every
  *              level of one side taken;
  *   closed     the book, then the end of day 1 (format 3: the day);
- *   day2       closed, then day 2 started and the book entered again.
- * The format 2 seeds of the same names are kept as v2-* (a version 2
+ *   day2       closed, then day 2 started and the book entered again;
+ *   risk       the book, then operator commands (format 4: limits of a
+ *              user, of a firm and of "*", kill switches with and without
+ *              cancel, a lift, a reference price) and a trade;
+ *   risk-admin the same, followed by operator commands as fuzz_snapshot
+ *              reads them from the bytes after the snapshot.
+ * The format 3 seeds of the same names are kept as v3-* (a version 3
  * snapshot still loads).
  * Users FZ1..FZ6 and tokens T2, T3, T6 are the ones fuzz_snapshot's commands
  * name. Tape time starts at 2024-01-02 14:30:00 UTC. Run again (see README)
@@ -230,6 +235,42 @@ static void seed_day2(struct gen *g)
 	seed_book(g);
 }
 
+static void admin(struct gen *g, uint32_t kind, uint32_t scope, const char *name, int cancel,
+		  const struct risk_limits *l, uint32_t price)
+{
+	struct engine_cmd c;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = ENGINE_ADMIN;
+	c.u.admin.kind = kind;
+	c.u.admin.scope = scope;
+	set_str(c.u.admin.name, sizeof(c.u.admin.name), name);
+	c.u.admin.cancel = cancel;
+	if (l)
+		c.u.admin.limits = *l;
+	c.u.admin.price = price;
+	gen_apply(g, &c);
+}
+
+/* The book under an operator's limits, switches and references. */
+static void seed_risk(struct gen *g)
+{
+	const struct risk_limits user = { .set = RISK_MAX_QTY | RISK_CREDIT, .max_qty = 150,
+					  .credit = 5000000000ull };
+	const struct risk_limits star = { .set = RISK_MAX_OPEN | RISK_COLLAR, .max_open = 4,
+					  .collar_bp = 300 };
+
+	seed_book(g);
+	admin(g, ENGINE_ADMIN_LIMITS, ENGINE_SCOPE_USER, "FZ1", 0, &user, 0);
+	admin(g, ENGINE_ADMIN_LIMITS, ENGINE_SCOPE_FIRM, "*", 0, &star, 0);
+	admin(g, ENGINE_ADMIN_KILL, ENGINE_SCOPE_USER, "FZ5", 0, NULL, 0);
+	admin(g, ENGINE_ADMIN_KILL, ENGINE_SCOPE_FIRM, "F3", 1, NULL, 0);
+	admin(g, ENGINE_ADMIN_KILL, ENGINE_SCOPE_FIRM, "F9", 0, NULL, 0);
+	admin(g, ENGINE_ADMIN_LIFT, ENGINE_SCOPE_FIRM, "F9", 0, NULL, 0);
+	admin(g, ENGINE_ADMIN_REFERENCE, ENGINE_SCOPE_SYMBOL, "MSFT", 0, NULL, GEN_CENTS(5000));
+	lim(g, "FZ2", "T2T", OUCH_SELL, 20, "AAPL", 10100); /* a trade: AAPL's reference */
+}
+
 /* --- output --------------------------------------------------------------- */
 
 static int file_write(void *ctx, const void *buf, size_t len)
@@ -237,7 +278,19 @@ static int file_write(void *ctx, const void *buf, size_t len)
 	return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
 }
 
-static void gen_seed(const char *dir, const char *name, void (*fill)(struct gen *))
+/* Operator commands as fuzz_snapshot reads them after a snapshot: kind,
+ * scope, name index, cancel | given limits << 1, two u32. */
+static const uint8_t admin_tail[] = {
+	1, 1, 0, 0x3f, 100, 0, 0, 0, 200, 0, 0, 0, /* LIMITS F1, all given */
+	2, 2, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, /* KILL FZ1, cancel */
+	3, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* LIFT FZ1 */
+	4, 3, 11, 0, 0x40, 0x42, 0x0f, 0, 0, 0, 0, 0, /* REFERENCE AAPL $100 */
+	2, 1, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* KILL "*": ignored */
+	1, 2, 10, 0x08, 0, 0, 0, 0, 5, 0, 0, 0, /* LIMITS user "*" max_open */
+};
+
+static void gen_seed_tail(const char *dir, const char *name, void (*fill)(struct gen *),
+			  const uint8_t *tail, size_t tail_len)
 {
 	char path[4096];
 	struct gen g;
@@ -249,9 +302,15 @@ static void gen_seed(const char *dir, const char *name, void (*fill)(struct gen 
 		die("engine_verify failed");
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
-	if (!f || engine_snapshot_write(g.e, file_write, f) != 0 || fclose(f) != 0)
+	if (!f || engine_snapshot_write(g.e, file_write, f) != 0 ||
+	    (tail_len && fwrite(tail, 1, tail_len, f) != tail_len) || fclose(f) != 0)
 		die(path);
 	engine_destroy(g.e);
+}
+
+static void gen_seed(const char *dir, const char *name, void (*fill)(struct gen *))
+{
+	gen_seed_tail(dir, name, fill, NULL, 0);
 }
 
 static void seed_empty(struct gen *g)
@@ -272,5 +331,7 @@ int main(int argc, char **argv)
 	gen_seed(argv[1], "full", seed_full);
 	gen_seed(argv[1], "closed", seed_closed);
 	gen_seed(argv[1], "day2", seed_day2);
+	gen_seed(argv[1], "risk", seed_risk);
+	gen_seed_tail(argv[1], "risk-admin", seed_risk, admin_tail, sizeof(admin_tail));
 	return 0;
 }
