@@ -46,6 +46,7 @@ struct bench_options {
 	int quiet, check_matches, baseline, spin;
 	/* --component */
 	const char *component, *journal;
+	const char *risk_file; /* --risk-file: the matcher component's [matcher] risk_file */
 	uint64_t events, resting;
 	unsigned batch, streams, datagram;
 	int auth_off; /* --auth off: the sequencer component untagged */

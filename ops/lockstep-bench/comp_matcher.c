@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "journal.h"
 #include "lockstep.pb-c.h"
+#include "risk_admin.h"
 #include "tape.h"
 #include "wire.h"
 
@@ -318,6 +319,8 @@ int comp_matcher_run(void)
 		.max_orders = 1 << 20, .max_tokens = 1 << 23, .max_levels = 4096,
 	};
 	struct engine *e = NULL;
+	struct engine_admin_cmd *risk;
+	char err[256];
 	struct emit_ctx em = { .seq = 0 };
 	uint64_t applied, t0, t1;
 	int r;
@@ -332,7 +335,14 @@ int comp_matcher_run(void)
 		ec.max_tokens = (uint32_t)(t.events + opt.resting + t.events / 2 > (1u << 30)
 						   ? 1u << 30
 						   : t.events + opt.resting + t.events / 2);
-	if ((r = engine_create(&e, &ec)) < 0) {
+	if ((r = risk_file_load(opt.risk_file, &risk, &ec.n_risk, err, sizeof(err))) < 0) {
+		fprintf(stderr, PROG ": --risk-file: %s\n", err);
+		return 1;
+	}
+	ec.risk = risk;
+	r = engine_create(&e, &ec);
+	free(risk);
+	if (r < 0) {
 		fprintf(stderr, PROG ": engine: %s\n", strerror(-r));
 		return 1;
 	}
