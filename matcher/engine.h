@@ -99,8 +99,9 @@
  *    login), each limit looked up field by field: the tape's (ENGINE_ADMIN
  *    LIMITS) for that name, else the configuration's for that name, else
  *    the tape's for "*", else the configuration's for "*", else none. An
- *    Enter passes the user's limits and then the firm's, in this order,
- *    after the checks above and before pools and post-only:
+ *    Enter passes the user's and the firm's kill switches, then the user's
+ *    limits and then the firm's, each in this order, after the checks
+ *    above and before pools and post-only:
  *      kill switch of the user or firm      'a' (OUCH_REJ_REJECT_ALL)
  *      max_qty (shares)                      'm' (EXCEEDED_SHARES_LIMIT)
  *      max_notional (price x shares)         'n' (EXCEEDED_DOLLAR_LIMIT)
@@ -110,7 +111,9 @@
  *    A market order's notional is taken at the reference price (none known:
  *    0) and it is never collared. The reference price of a symbol is the
  *    configuration's (engine_config.risk REFERENCE entries), then the last
- *    execution's price, or ENGINE_ADMIN REFERENCE's; none known: no collar.
+ *    execution's price (executions count only once risk is on, below), or
+ *    ENGINE_ADMIN REFERENCE's; none known: no collar. Open notional is
+ *    summed in 128 bits (a check sees it saturated to 64).
  *    max_open and credit count the new order whether or not it can rest
  *    (an IOC too). A login with an empty firm has no firm limits. When the
  *    firm table (max_firms) is full, an Enter of a new firm is Rejected 'O'.
@@ -132,7 +135,11 @@
  *    version's. A LIFT of a name without a kill switch changes nothing
  *    (counted in admin_events); a REFERENCE price must be a limit price
  *    (1 .. OUCH_PRICE_MAX). START_OF_DAY keeps limits, kill switches and
- *    reference prices.
+ *    reference prices. A snapshot of format 3 (before risk) is refused
+ *    (-EPROTO) by an engine whose configuration has risk entries; loaded
+ *    mid-day, it rebuilds the firm table from the open orders only, so the
+ *    point where max_firms fills can differ from a replica that never
+ *    restarted (within a day of more than max_firms firms).
  */
 #ifndef LOCKSTEP_ENGINE_H
 #define LOCKSTEP_ENGINE_H

@@ -102,13 +102,23 @@ struct rlim {
 	uint32_t killed;
 };
 
+/* A sum of notionals (price units x shares): one order's takes up to 64
+ * bits, so a sum of many takes more. */
+typedef unsigned __int128 risk_sum;
+
+/* A sum as a check or a view sees it: saturated to 64 bits. */
+static inline uint64_t risk_sum64(risk_sum v)
+{
+	return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
 struct user {
 	uint64_t name; /* packed login */
 	char str[8]; /* NUL-terminated login */
 	uint32_t head, tail; /* open orders */
 	uint32_t lim; /* ulim index, or NONE: no limits of its own */
 	uint32_t open; /* resting orders */
-	uint64_t notional; /* their open shares x price */
+	risk_sum notional; /* their open shares x price */
 	uint32_t fname, fid; /* the firm (packed, id) of its last Enter */
 };
 
@@ -124,7 +134,7 @@ struct firm {
 	char str[OUCH_FIRM_LEN + 1];
 	uint32_t head, tail; /* open orders */
 	uint32_t open;
-	uint64_t notional;
+	risk_sum notional;
 	struct rlim r;
 };
 
@@ -386,7 +396,9 @@ static inline int engine_risk_check(struct engine *e, uint32_t user, uint32_t fi
 void engine_risk_set_ref(struct engine *e, uint32_t sym, uint32_t price);
 static inline void engine_risk_trade(struct engine *e, uint32_t sym, uint32_t price)
 {
-	if (e->syms[sym].ref != price)
+	/* only once risk is on: a snapshot of before (format 3) has none, and
+	 * every replica must agree on the references whenever it loaded one */
+	if (e->risk_on && e->syms[sym].ref != price)
 		engine_risk_set_ref(e, sym, price);
 }
 

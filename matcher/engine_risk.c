@@ -292,12 +292,15 @@ int engine_risk_check_slow(struct engine *e, uint32_t user, uint32_t firm, uint3
 	struct risk_limits l;
 	int rk;
 
+	/* the kill switches first, the user's then the firm's (engine.h) */
+	if ((ur && ur->killed) || (firm != 0 && f->r.killed))
+		return reason_of(e, RK_KILLED);
 	ro.notional = risk_notional(shares, price == OUCH_PRICE_MARKET ? ro.ref : price);
 	effective(e, ur, DEF_USER, &l);
-	rk = check_party(&l, ur ? ur->killed : 0, &ro, u->open - own_open, u->notional - own_notional);
+	rk = check_party(&l, 0, &ro, u->open - own_open, risk_sum64(u->notional - own_notional));
 	if (rk == RK_OK && firm != 0) {
 		effective(e, &f->r, DEF_FIRM, &l);
-		rk = check_party(&l, f->r.killed, &ro, f->open - own_open, f->notional - own_notional);
+		rk = check_party(&l, 0, &ro, f->open - own_open, risk_sum64(f->notional - own_notional));
 	}
 	return rk == RK_OK ? 0 : reason_of(e, rk);
 }
@@ -441,7 +444,8 @@ void engine_risk_admin(struct engine *e, const struct engine_admin_cmd *a)
 		uint32_t sym = engine_book_symbol(e, name);
 
 		if (sym != NONE) {
-			engine_risk_trade(e, sym, a->price);
+			if (e->syms[sym].ref != a->price)
+				engine_risk_set_ref(e, sym, a->price);
 			r = 0;
 		}
 	}
@@ -538,7 +542,7 @@ int engine_get_risk(const struct engine *e, uint32_t scope, const char *name,
 	size_t len = strnlen(name, 8);
 	const struct rlim *r = NULL;
 	uint32_t open = 0, id;
-	uint64_t notional = 0;
+	risk_sum notional = 0;
 
 	if (scope != ENGINE_SCOPE_USER && scope != ENGINE_SCOPE_FIRM)
 		return -EINVAL;
@@ -568,14 +572,14 @@ int engine_get_risk(const struct engine *e, uint32_t scope, const char *name,
 	out->limits.set = RISK_ALL;
 	out->killed = r ? (int)r->killed : 0;
 	out->open_orders = open;
-	out->open_notional = notional;
+	out->open_notional = risk_sum64(notional);
 	return 0;
 }
 
 /* The resting orders' count and notional, from the lists: a user's (unext)
  * or a firm's (fnext, its links checked); -1 when a list is broken. */
 static int list_sums(const struct engine *e, uint32_t head, int firm, uint32_t id, uint32_t *count,
-		     uint64_t *notional)
+		     risk_sum *notional)
 {
 	uint32_t prev = NONE;
 
@@ -593,7 +597,8 @@ static int list_sums(const struct engine *e, uint32_t head, int firm, uint32_t i
 
 int engine_risk_verify(const struct engine *e)
 {
-	uint64_t listed = 0, notional;
+	uint64_t listed = 0;
+	risk_sum notional;
 	uint32_t count;
 
 	for (uint32_t u = 1; u <= e->n_users; u++) {

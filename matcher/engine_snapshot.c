@@ -694,8 +694,13 @@ int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
 
 	if (e->n_users || e->n_tokens || e->orders_open)
 		return -EBUSY;
-	if ((r = snap_read_head(e, &h, &d, fn, ctx)) < 0 ||
-	    (r = snap_read_users(e, h.n_users, fn, ctx)) < 0 ||
+	if ((r = snap_read_head(e, &h, &d, fn, ctx)) < 0)
+		return r;
+	/* format 3 predates risk: it knows no reference price of before, which
+	 * an engine configured with risk has tracked since seq 1 */
+	if (h.version < 4 && e->risk_cfg)
+		return -EPROTO;
+	if ((r = snap_read_users(e, h.n_users, fn, ctx)) < 0 ||
 	    (r = snap_read_tokens(e, h.n_tokens, fn, ctx)) < 0)
 		return r;
 	map = malloc((h.n_orders + 1) * sizeof(*map));

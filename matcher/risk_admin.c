@@ -7,21 +7,33 @@
 #include <string.h>
 
 #include "lockstep.pb-c.h"
+#include "ouch.h"
 #include "risk_admin.h"
 
 static const char *const scope_words[] = { "?", "firm", "user", "symbol" };
 
-/* A name of 1..cap-1 printable characters into dst; 0 or -1. */
-static int copy_name(char *dst, size_t cap, const char *src)
+/* A name of 1..cap-1 printable characters into dst, a login's or firm's
+ * (login) upper-cased as the credentials file has it and then letters and
+ * digits only, or "*"; 0 or -1. */
+static int copy_name(char *dst, size_t cap, const char *src, int login)
 {
 	size_t n = src ? strlen(src) : 0;
 
 	if (n == 0 || n >= cap)
 		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (src[i] <= ' ' || src[i] > '~')
+	if (n == 1 && src[0] == '*') {
+		memcpy(dst, "*", 2);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char c = login && src[i] >= 'a' && src[i] <= 'z' ? (char)(src[i] - 'a' + 'A') : src[i];
+
+		if (login ? !((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+			  : (c <= ' ' || c > '~'))
 			return -1;
-	memcpy(dst, src, n + 1);
+		dst[i] = c;
+	}
+	dst[n] = '\0';
 	return 0;
 }
 
@@ -60,8 +72,10 @@ static int line_parse(char *line, struct engine_admin_cmd *a, char *why, size_t 
 	memset(a, 0, sizeof(*a));
 	if (n >= 1 && !strcmp(w[0], "reference")) {
 		if (n != 3 || *rest || risk_price_parse(w[2], &a->price) < 0 || !a->price ||
-		    copy_name(a->name, 9, w[1]) < 0 || !strcmp(w[1], "*")) {
-			snprintf(why, cap, "reference SYMBOL PRICE (1..8 characters, dollars above 0)");
+		    a->price > OUCH_PRICE_MAX || copy_name(a->name, 9, w[1], 0) < 0 ||
+		    !strcmp(w[1], "*")) {
+			snprintf(why, cap, "reference SYMBOL PRICE (1..8 characters, dollars above 0 "
+					   "and at most 199999.99)");
 			return -1;
 		}
 		a->kind = ENGINE_ADMIN_REFERENCE;
@@ -75,9 +89,9 @@ static int line_parse(char *line, struct engine_admin_cmd *a, char *why, size_t 
 	}
 	a->scope = w[0][0] == 'f' ? ENGINE_SCOPE_FIRM : ENGINE_SCOPE_USER;
 	namecap = a->scope == ENGINE_SCOPE_FIRM ? 5 : 7;
-	if (n < 3 || copy_name(a->name, namecap, w[1]) < 0) {
-		snprintf(why, cap, "%s NAME LIMIT...: a name of 1..%zu characters, or *", w[0],
-			 namecap - 1);
+	if (n < 3 || copy_name(a->name, namecap, w[1], 1) < 0) {
+		snprintf(why, cap, "%s NAME LIMIT...: a name of 1..%zu letters or digits, or *",
+			 w[0], namecap - 1);
 		return -1;
 	}
 	/* the third word is the first limit: put it back in front of the rest */

@@ -7,7 +7,9 @@
  *     firm NAME LIMIT...     limits of a firm (NAME "*": every firm without its own)
  *     user NAME LIMIT...     limits of a user (a SoupBinTCP login; "*" likewise)
  *     reference SYMBOL PRICE a symbol's reference price (dollars) for the collar
- * LIMIT as common/risk.h reads it; blank lines and lines starting with #
+ * LIMIT as common/risk.h reads it; a login or firm in upper case (as the
+ * credentials file has it: lower case is raised), letters and digits; a
+ * PRICE at most OUCH's largest; blank lines and lines starting with #
  * are skipped; a (scope, name) at most once. Read at start (and by
  * --check-config): every replica of a partition must hold the same file,
  * since it is part of the state hash. Limits change at run time through the

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctl_admin.h"
+#include "ouch.h"
 #include "risk.h"
 
 void ctl_admin_usage(FILE *out)
@@ -30,6 +31,17 @@ int ctl_admin_is(const char *cmd)
 	return !strcmp(cmd, "risk") || !strcmp(cmd, "kill-switch") || !strcmp(cmd, "reference");
 }
 
+/* A login or firm as the credentials file has it: upper case (SoupBinTCP
+ * compares them without case); the primary refuses anything but letters
+ * and digits. */
+static char *upper(char *name)
+{
+	for (char *p = name; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	return name;
+}
+
 static int scope_of(const char *w, Lockstep__Admin__Scope *out)
 {
 	if (!strcmp(w, "firm"))
@@ -50,8 +62,10 @@ int ctl_admin_parse(int nargs, char **args, int flags, struct ctl_admin *out)
 	lockstep__admin__init(a);
 	lockstep__risk_limits__init(&out->limits);
 	if (!strcmp(cmd, "reference")) {
-		if (nargs != 3 || flags || risk_price_parse(args[2], &a->price) < 0 || !a->price) {
-			fprintf(stderr, "lockstepctl: reference SYMBOL PRICE (dollars, above 0)\n");
+		if (nargs != 3 || flags || risk_price_parse(args[2], &a->price) < 0 || !a->price ||
+		    a->price > OUCH_PRICE_MAX) {
+			fprintf(stderr, "lockstepctl: reference SYMBOL PRICE (dollars, above 0 and "
+					"at most 199999.99)\n");
 			return -1;
 		}
 		a->kind = LOCKSTEP__ADMIN__KIND__REFERENCE;
@@ -63,7 +77,7 @@ int ctl_admin_parse(int nargs, char **args, int flags, struct ctl_admin *out)
 		fprintf(stderr, "lockstepctl: %s firm|user NAME ... (see --help)\n", cmd);
 		return -1;
 	}
-	a->name = args[2];
+	a->name = upper(args[2]);
 	if (!strcmp(cmd, "kill-switch")) {
 		if (nargs != 3 || flags == (CTL_ADMIN_CANCEL | CTL_ADMIN_LIFT)) {
 			fprintf(stderr, "lockstepctl: kill-switch firm|user NAME [--cancel | --lift]\n");

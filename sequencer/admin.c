@@ -10,6 +10,7 @@
 
 #include "lockstep.pb-c.h"
 #include "log.h"
+#include "ouch.h"
 #include "raft.h"
 #include "risk.h"
 #include "seq_private.h"
@@ -18,9 +19,10 @@ static const char *const scope_names[] = { "?", "firm", "user", "symbol" };
 static const char *const kind_names[] = { "?", "limits", "kill switch", "kill switch lifted",
 					  "reference" };
 
-/* A name the engine can hold: 1..max printable characters without spaces,
- * or "*" where allowed. */
-static int name_ok(const char *n, size_t max, int star)
+/* A name the engine can hold: 1..max characters, or "*" where allowed;
+ * a login or firm as the credentials file has it (upper-case letters and
+ * digits: anything else could never match one), a symbol printable. */
+static int name_ok(const char *n, size_t max, int star, int login)
 {
 	size_t len = n ? strlen(n) : 0;
 
@@ -29,7 +31,8 @@ static int name_ok(const char *n, size_t max, int star)
 	if (len == 0 || len > max)
 		return 0;
 	for (size_t i = 0; i < len; i++)
-		if (n[i] <= ' ' || n[i] > '~')
+		if (login ? !((n[i] >= 'A' && n[i] <= 'Z') || (n[i] >= '0' && n[i] <= '9'))
+			  : (n[i] <= ' ' || n[i] > '~'))
 			return 0;
 	return 1;
 }
@@ -44,17 +47,21 @@ static const char *admin_invalid(const Lockstep__Admin *a)
 	if (a->kind == LOCKSTEP__ADMIN__KIND__REFERENCE) {
 		if (a->scope != LOCKSTEP__ADMIN__SCOPE__SYMBOL)
 			return "a reference price is a symbol's";
-		if (!name_ok(a->name, 8, 0))
+		if (!name_ok(a->name, 8, 0, 0))
 			return "a symbol is 1 to 8 characters";
-		return a->price ? NULL : "a reference price is above 0";
+		return a->price && a->price <= OUCH_PRICE_MAX
+			       ? NULL
+			       : "a reference price is above 0 and at most OUCH's largest price";
 	}
 	if (a->scope != LOCKSTEP__ADMIN__SCOPE__FIRM && a->scope != LOCKSTEP__ADMIN__SCOPE__USER)
 		return "limits and kill switches are a firm's or a user's";
 	max = a->scope == LOCKSTEP__ADMIN__SCOPE__FIRM ? 4 : 6;
-	if (!name_ok(a->name, max, a->kind == LOCKSTEP__ADMIN__KIND__LIMITS))
+	if (!name_ok(a->name, max, a->kind == LOCKSTEP__ADMIN__KIND__LIMITS, 1))
 		return a->scope == LOCKSTEP__ADMIN__SCOPE__FIRM
-			       ? "a firm is 1 to 4 characters (\"*\": every firm, for limits only)"
-			       : "a user is 1 to 6 characters (\"*\": every user, for limits only)";
+			       ? "a firm is 1 to 4 upper-case letters or digits (\"*\": every "
+				 "firm, for limits only)"
+			       : "a user is 1 to 6 upper-case letters or digits (\"*\": every "
+				 "user, for limits only)";
 	if (a->kind == LOCKSTEP__ADMIN__KIND__LIMITS &&
 	    (!a->limits || !a->limits->set || (a->limits->set & ~(uint32_t)RISK_ALL)))
 		return "no limit given";

@@ -98,13 +98,15 @@ info "every limit rejected with its reason, on both replicas alike"
 
 # 2. a limit changed at run time, at one tape position
 p=$(primary_node)
-out=$(node_ctl "$p" risk user TRADR1 max_qty=1000) || fail "lockstepctl risk: $out"
+out=$(node_ctl "$p" risk user tradr1 max_qty=1000) || fail "lockstepctl risk: $out"
 at=$(sed -n 's/.* on the tape at seq \([0-9]*\)$/\1/p' <<<"$out")
 [ -n "$at" ] || fail "lockstepctl risk said: $out"
 sb=seq-1
 [ "$p" != seq-1 ] || sb=seq-2
 out=$(node_ctl "$sb" risk user TRADR1 max_qty=1 2>&1) && fail "standby $sb took a risk command: $out"
 grep -q "not the primary" <<<"$out" || fail "standby $sb: $out"
+out=$(node_ctl "$p" kill-switch user TR-1 2>&1) && fail "the primary took a user no login can be: $out"
+grep -q "upper-case letters or digits" <<<"$out" || fail "kill-switch user TR-1: $out"
 for m in matcher-1 matcher-2; do
 	wait_for 10 "$m applies the change" grep -q "tape seq $at: risk: user TRADR1: max_qty=1000$" "$T/$m.log"
 done

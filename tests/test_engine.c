@@ -1461,6 +1461,19 @@ END_TEST
 
 /* The day: END cancels and releases; START keeps limits, kill switches and
  * references. */
+/* Both kill switches come before any limit: a killed firm's order that
+ * also breaks its user's max_qty is Rejected 'a'. */
+START_TEST(risk_kill_before_limits)
+{
+	apply(adm_limits(ENGINE_SCOPE_USER, "U1", "max_qty=10"));
+	apply(adm_kill(ENGINE_SCOPE_FIRM, "F1", 0));
+	refused(lim("U1", "F1", "a", 'B', 11, P(10, 0)), 'a');
+	apply(adm(ENGINE_ADMIN_LIFT, ENGINE_SCOPE_FIRM, "F1"));
+	refused(lim("U1", "F1", "b", 'B', 11, P(10, 0)), 'm');
+	rest(lim("U1", "F1", "c", 'B', 10, P(10, 0)));
+}
+END_TEST
+
 START_TEST(risk_across_days)
 {
 	struct engine_cmd end = base(ENGINE_DAY, "", ""), start = base(ENGINE_DAY, "", "");
@@ -2095,6 +2108,21 @@ START_TEST(snapshot_day_round_trip)
 			ck_assert_uint_eq(run_range(c, v, cuts[k], n, &ca),
 					  run_range(d, v, cuts[k], n, &cb));
 			ck_assert_uint_eq(engine_hash(d), engine_hash(a));
+			{
+				/* risk turned on after the load: the one that ran the
+				 * whole tape and the one from format 3 agree (no
+				 * reference price came from executions before) */
+				struct engine_cmd on = adm_limits(ENGINE_SCOPE_USER, "*", "collar=5%");
+				struct engine *x = rengine_risk(0);
+
+				engine_apply(c, n + 1, 0, &on, NULL, NULL);
+				engine_apply(d, n + 1, 0, &on, NULL, NULL);
+				ck_assert_uint_eq(engine_hash(d), engine_hash(c));
+				/* an engine configured with risk refuses format 3 */
+				mb.off = 0;
+				ck_assert_int_eq(engine_snapshot_read(x, mem_read, &mb), -EPROTO);
+				engine_destroy(x);
+			}
 			engine_destroy(c);
 			engine_destroy(d);
 		}
@@ -2370,6 +2398,7 @@ int main(void)
 	tcase_add_test(tc, risk_replace);
 	tcase_add_test(tc, risk_collar_reference);
 	tcase_add_test(tc, risk_across_days);
+	tcase_add_test(tc, risk_kill_before_limits);
 	tcase_add_test(tc, risk_firm_table);
 	tcase_add_test(tc, risk_config_and_hash);
 	suite_add_tcase(s, tc);

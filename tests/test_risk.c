@@ -93,14 +93,15 @@ START_TEST(risk_file_entries)
 				   "\n"
 				   "user *   max_open=5 collar=5%\n"
 				   "  user TRADR1 max_qty=500\tmax_notional=60000\r\n"
-				   "reference AAPL 150.25\n";
+				   "reference AAPL 150.25\n"
+				   "user tradr2 max_open=3\n";
 	struct engine_admin_cmd *a;
 	size_t n;
 	char err[200] = "";
 
 	ck_assert_int_eq(risk_text_load("r.conf", text, sizeof(text) - 1, &a, &n, err, sizeof(err)),
 			 0);
-	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(n, 5);
 	ck_assert_uint_eq(a[0].kind, ENGINE_ADMIN_LIMITS);
 	ck_assert_uint_eq(a[0].scope, ENGINE_SCOPE_FIRM);
 	ck_assert_str_eq(a[0].name, "FRMA");
@@ -115,6 +116,7 @@ START_TEST(risk_file_entries)
 	ck_assert_uint_eq(a[3].scope, ENGINE_SCOPE_SYMBOL);
 	ck_assert_str_eq(a[3].name, "AAPL");
 	ck_assert_uint_eq(a[3].price, 1502500);
+	ck_assert_str_eq(a[4].name, "TRADR2"); /* as the credentials file has it */
 	free(a);
 }
 END_TEST
@@ -130,6 +132,8 @@ START_TEST(risk_file_errors_name_the_line)
 		{ "reference AAPL 0\n", "r.conf:1: reference SYMBOL PRICE" },
 		{ "reference * 10\n", "r.conf:1: reference SYMBOL PRICE" },
 		{ "desk D1 max_qty=1\n", "r.conf:1: want firm NAME" },
+		{ "user TR-1 max_qty=1\n", "r.conf:1: user NAME LIMIT...: a name of 1..6 letters" },
+		{ "reference AAPL 200000\n", "r.conf:1: reference SYMBOL PRICE" },
 		{ "firm F credit=1 bogus=2\n", "r.conf:1: \"bogus=2\": not a limit" },
 	};
 
