@@ -20,20 +20,21 @@
  *   tokens: { u32 user, u32 live, char token[14], u16 pad } each: the live
  *     ones user by user (id order), each user's in entry order, then the
  *     dead ones oldest first (the order in which they will be forgotten),
+ *   version 4: the risk part: struct snap_risk (the rest of struct
+ *     engine_stats, the table sizes, the tape's "*" limits, the risk hash),
+ *     then every firm (id order: the reader creates them in this order, so
+ *     their ids come out identical) as struct snap_firm, every user named by
+ *     limits or a kill switch as struct snap_ulim (with the tape's layer:
+ *     the configuration's comes from the reader's own), u32 tape reference
+ *     price per symbol (0: none),
  *   orders: in book order (symbol, side, level ascending key, displayed queue
  *     then hidden, head to tail) as struct snap_order,
  *   per user (id order): u32 count, then u32 order indices (into the order
  *     list) in the user's entry order (CANCEL_ALL's order),
- *   version 4: the risk trailer: struct snap_risk (the rest of struct
- *     engine_stats, the table sizes, the tape's "*" limits, the risk hash),
- *     then every firm (id order) as struct snap_firm, every user named by
- *     limits or a kill switch as struct snap_ulim (with the tape's layer:
- *     the configuration's comes from the reader's own), u32 tape reference
- *     price per symbol (0: none), and per firm (no firm first, then id
- *     order) u32 packed name, u32 count and u32 order indices in the
- *     firm's entry order (a KILL's order). The per-user and per-firm open
- *     counts and notional are not written: the reader recomputes them as it
- *     books the orders. */
+ *   version 4: per firm (no firm first, then id order) u32 packed name, u32
+ *     count and u32 order indices in the firm's entry order (a KILL's
+ *     order). The per-user and per-firm open counts and notional are not
+ *     written: the reader recomputes them as it books the orders. */
 #define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
 /* 2: dead tokens in age order, tokens_forgotten; 3: the trading day; 4:
  * pre-trade risk. A version 3 file still loads with no tape risk state
@@ -362,11 +363,13 @@ int engine_snapshot_write(const struct engine *e, engine_write_fn fn, void *ctx)
 	rank = malloc(((size_t)e->max_orders + 1) * sizeof(*rank));
 	if (!rank)
 		return -ENOMEM;
-	r = snap_write_orders(e, &out, rank);
+	/* the firms before the orders, so that a reader gives them the ids
+	 * they have here (and writes the same bytes again) */
+	r = snap_write_risk(e, &out);
+	if (r == 0)
+		r = snap_write_orders(e, &out, rank);
 	if (r == 0)
 		r = snap_write_users(e, &out, rank);
-	if (r == 0)
-		r = snap_write_risk(e, &out);
 	if (r == 0)
 		r = snap_write_firms(e, &out, rank);
 	free(rank);
@@ -703,15 +706,17 @@ int engine_snapshot_read(struct engine *e, engine_read_fn fn, void *ctx)
 	if ((r = snap_read_users(e, h.n_users, fn, ctx)) < 0 ||
 	    (r = snap_read_tokens(e, h.n_tokens, fn, ctx)) < 0)
 		return r;
+	memset(&rk, 0, sizeof(rk));
+	if (h.version >= 4 && (r = snap_read_risk(e, &rk, fn, ctx)) < 0)
+		return r;
 	map = malloc((h.n_orders + 1) * sizeof(*map));
 	if (!map)
 		return -ENOMEM;
 	r = snap_read_orders(e, h.n_orders, map, fn, ctx);
-	memset(&rk, 0, sizeof(rk));
 	if (r == 0 && h.version < 4) {
 		snap_v3_firm_lists(e);
 		rk.risk_hash = engine_risk_rehash(e); /* none */
-	} else if (r == 0 && (r = snap_read_risk(e, &rk, fn, ctx)) == 0) {
+	} else if (r == 0) {
 		r = snap_read_firm_lists(e, rk.n_firms, map, h.n_orders, fn, ctx);
 	}
 	if (r == 0)

@@ -2009,29 +2009,36 @@ static void round_trip(uint32_t max_orders, uint32_t max_tokens)
 	free(v);
 }
 
-/* A version 4 stream made into version 3's (the risk trailer cut off): the
- * layout of engine_snapshot.c, where the trailer is struct snap_risk (10
+/* A version 4 stream made into version 3's (the risk part and the firms'
+ * lists cut out): the layout of engine_snapshot.c, where the risk part,
+ * between the tokens and the orders, is struct snap_risk (10
  * u64 of counters, 2 u32, 2 risk_limits of 32 bytes, a u64), a snap_firm
  * (2 u32 and a risk_limits) per firm, a snap_ulim (48 bytes) per named
- * user, a u32 per symbol, then per firm and for no firm 2 u32 and the
- * order indices. Only an engine that never saw an Admin can be written so,
+ * user, a u32 per symbol; after the orders (72 bytes each) and the users'
+ * lists, per firm and for no firm 2 u32 and the order indices. Only an engine that never saw an Admin can be written so,
  * and the version 3 reader takes it with no risk state. */
 #define SNAP_RISK_LEN (10 * 8 + 2 * 4 + 2 * 32 + 8)
+#define SNAP_ORDER_LEN 72 /* struct snap_order */
 static void snap_to_v3(struct membuf *mb, const struct engine *e, uint32_t n_symbols)
 {
 	struct engine_pool pools[ENGINE_POOLS];
 	struct engine_stats st;
 	uint32_t v = 3;
-	size_t trailer;
+	size_t risk, tail, at;
 
 	engine_get_pools(e, pools);
 	engine_get_stats(e, &st);
 	ck_assert_uint_eq(st.admin_events, 0);
-	trailer = SNAP_RISK_LEN + pools[4].used * 40 + (size_t)n_symbols * 4 +
-		  (pools[4].used + 1) * 8 + st.orders_open * 4;
-	ck_assert_uint_gt(mb->len, trailer);
+	/* version 4 has the risk part before the orders (no user named by
+	 * limits here) and the firms' lists at the end */
+	risk = SNAP_RISK_LEN + pools[4].used * 40 + (size_t)n_symbols * 4;
+	tail = st.orders_open * (SNAP_ORDER_LEN + 4) + pools[3].used * 4 +
+	       (pools[4].used + 1) * 8 + st.orders_open * 4;
+	ck_assert_uint_gt(mb->len, risk + tail);
+	at = mb->len - tail - risk;
+	memmove(mb->p + at, mb->p + at + risk, mb->len - at - risk);
+	mb->len -= risk + (pools[4].used + 1) * 8 + st.orders_open * 4;
 	memcpy(mb->p + 4, &v, sizeof(v));
-	mb->len -= trailer;
 	mb->off = 0;
 }
 
@@ -2068,6 +2075,15 @@ START_TEST(snapshot_day_round_trip)
 		ck_assert_int_eq(engine_snapshot_write(a, mem_write, &mb), 0);
 		ck_assert_int_eq(engine_snapshot_read(b, mem_read, &mb), 0);
 		ck_assert_uint_eq(mb.off, mb.len);
+		{
+			/* what was read writes the same bytes again (firm ids included) */
+			struct membuf again = { 0 };
+
+			ck_assert_int_eq(engine_snapshot_write(b, mem_write, &again), 0);
+			ck_assert_uint_eq(again.len, mb.len);
+			ck_assert_int_eq(memcmp(again.p, mb.p, mb.len), 0);
+			free(again.p);
+		}
 		engine_get_day(a, &da);
 		engine_get_day(b, &db);
 		ck_assert_uint_eq(da.day, db.day);

@@ -149,6 +149,9 @@ static int fz_some_body_malformed(const uint8_t *p, size_t len)
 			if ((key >> 3) == 12 &&
 			    !lockstep__day_event__unpack(&fz_arena.allocator, (size_t)v, p))
 				return 1;
+			if ((key >> 3) == 13 &&
+			    !lockstep__admin__unpack(&fz_arena.allocator, (size_t)v, p))
+				return 1;
 			p += v;
 			break;
 		default:
@@ -201,6 +204,7 @@ static void fz_reencode(const Lockstep__Event *e, const struct tape_event_view *
 
 	if (e->base.n_unknown_fields || e->body_case == LOCKSTEP__EVENT__BODY_TERM_START ||
 	    e->body_case == LOCKSTEP__EVENT__BODY_DAY ||
+	    e->body_case == LOCKSTEP__EVENT__BODY_ADMIN ||
 	    (e->body_case == LOCKSTEP__EVENT__BODY_COMMAND &&
 	     e->command->base.n_unknown_fields))
 		return;
