@@ -469,6 +469,38 @@ static uint64_t from_address(const struct gw *g, uint32_t addr)
 	return n;
 }
 
+/* s (zeroed, out_buffer bytes of output) takes the connection fd just
+ * accepted from peer: it waits for a Login Request. */
+static void session_start(struct ev_loop *loop, struct gw *g, struct gw_session *s, int fd,
+			  const struct sockaddr_in *peer)
+{
+	(void)net_tcp_tune(fd);
+	s->gw = g;
+	s->fd = fd;
+	s->out_cap = g->cfg.out_buffer;
+	s->state = GW_SESS_LOGIN;
+	s->last_in = s->last_out = s->last_progress = s->connected = ev_now(loop);
+	s->addr = peer->sin_addr.s_addr;
+	net_format_addr(peer, s->peer, sizeof(s->peer));
+	soup_parser_init(&s->parser, s->in, sizeof(s->in), GW_MAX_IN_PAYLOAD, SOUP_FROM_CLIENT);
+	ev_io_init(&s->rio, on_read, fd, EV_READ);
+	ev_io_init(&s->wio, on_write, fd, EV_WRITE);
+	ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
+	ev_timer_init(&s->drain, gw_sess_on_drain, 0., 0.);
+	ev_timer_init(&s->answer, gw_sess_on_answer, 0., 0.);
+	s->verify_id = -1;
+	if (!g->flow.paused) /* else gw_session_pause() starts it */
+		ev_io_start(loop, &s->rio);
+	ev_timer_start(loop, &s->timer);
+	s->next = g->sess.list;
+	if (g->sess.list)
+		g->sess.list->prev = s;
+	g->sess.list = s;
+	g->sess.n++;
+	g->st.accepted++;
+	log_debug("session %s: connected", s->peer);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw *g = w->data;
@@ -508,32 +540,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		(void)net_tcp_tune(fd);
-		s->gw = g;
-		s->fd = fd;
-		s->out_cap = g->cfg.out_buffer;
-		s->state = GW_SESS_LOGIN;
-		s->last_in = s->last_out = s->last_progress = s->connected = ev_now(loop);
-		s->addr = peer.sin_addr.s_addr;
-		net_format_addr(&peer, s->peer, sizeof(s->peer));
-		soup_parser_init(&s->parser, s->in, sizeof(s->in), GW_MAX_IN_PAYLOAD,
-				 SOUP_FROM_CLIENT);
-		ev_io_init(&s->rio, on_read, fd, EV_READ);
-		ev_io_init(&s->wio, on_write, fd, EV_WRITE);
-		ev_timer_init(&s->timer, on_timer, (ev_tstamp)g->cfg.heartbeat / 1e9, 0.);
-		ev_timer_init(&s->drain, gw_sess_on_drain, 0., 0.);
-		ev_timer_init(&s->answer, gw_sess_on_answer, 0., 0.);
-		s->verify_id = -1;
-		if (!g->flow.paused) /* else gw_session_pause() starts it */
-			ev_io_start(loop, &s->rio);
-		ev_timer_start(loop, &s->timer);
-		s->next = g->sess.list;
-		if (g->sess.list)
-			g->sess.list->prev = s;
-		g->sess.list = s;
-		g->sess.n++;
-		g->st.accepted++;
-		log_debug("session %s: connected", s->peer);
+		session_start(loop, g, s, fd, &peer);
 	}
 }
 

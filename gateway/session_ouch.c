@@ -207,6 +207,34 @@ static void remember(struct gw_session *s, const char *token, size_t len, unsign
 	}
 }
 
+/* m's command, for partition p, was submitted (rc: gw_cmd_submit's): one
+ * too large for a datagram is refused, one not journalled ends the
+ * session, a journalled one's new token is remembered (known: the order a
+ * Replace names is). */
+static void submitted(struct gw_session *s, const struct ouch_msg *m, uint32_t p, int known,
+		      int rc)
+{
+	if (rc == -EMSGSIZE) {
+		/* unreachable with OUCH 4.2's fixed sizes and a max_datagram
+		 * that the configuration check let through */
+		s->gw->st.oversize_rejects++;
+		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "session %s %s: command larger than a "
+				"datagram holds (%zu bytes): refused", s->peer,
+				s->login->cred.login, gw_cmd_room(s->gw));
+		refuse(s, m, OUCH_REJ_TOO_LARGE);
+		return;
+	}
+	if (rc < 0) {
+		gw_sess_protocol_error(s, "command could not be journalled", 0);
+		return;
+	}
+	if (m->type == OUCH_ENTER_ORDER)
+		remember(s, m->u.enter.token, sizeof(m->u.enter.token), p, 1);
+	else if (known)
+		remember(s, m->u.replace.replacement_token, sizeof(m->u.replace.replacement_token),
+			 p, 0);
+}
+
 /* Routes one decoded OUCH message and submits it as a Command. Values are
  * not judged here: the matcher accepts or rejects, on the tape; only an
  * Enter Order that no partition can take (the token table full) and a
@@ -255,25 +283,7 @@ static void submit_ouch(struct gw_session *s, struct ouch_msg *m)
 		gw_sess_protocol_error(s, "unexpected OUCH type", 0);
 		return;
 	}
-	if ((rc = gw_cmd_submit(s->gw, &c)) == -EMSGSIZE) {
-		/* unreachable with OUCH 4.2's fixed sizes and a max_datagram
-		 * that the configuration check let through */
-		s->gw->st.oversize_rejects++;
-		log_ratelimited(&gw_rl, LOG_LVL_WARNING, "session %s %s: command larger than a "
-				"datagram holds (%zu bytes): refused", s->peer,
-				s->login->cred.login, gw_cmd_room(s->gw));
-		refuse(s, m, OUCH_REJ_TOO_LARGE);
-		return;
-	}
-	if (rc < 0) {
-		gw_sess_protocol_error(s, "command could not be journalled", 0);
-		return;
-	}
-	if (m->type == OUCH_ENTER_ORDER)
-		remember(s, m->u.enter.token, sizeof(m->u.enter.token), c.partition, 1);
-	else if (known)
-		remember(s, m->u.replace.replacement_token, sizeof(m->u.replace.replacement_token),
-			 c.partition, 0);
+	submitted(s, m, c.partition, known, gw_cmd_submit(s->gw, &c));
 }
 
 /* A message the codec refused (rc): answered when it is a known type of
