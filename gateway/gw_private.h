@@ -98,7 +98,7 @@ struct gw_login {
 	uint64_t day_sent;
 	uint64_t prog_mark; /* next_seq when the progress file's positions were taken */
 	/* [gateway] login_rate: its bucket (set at its first login, kept
-	 * across reconnections) and what it held back (session.c) */
+	 * across reconnections) and what it held back (session_ouch.c) */
 	struct throttle bucket;
 	int bucket_set;
 	uint64_t throttle_delayed, throttle_rejected;
@@ -158,7 +158,7 @@ struct gw_session {
 	size_t out_off, out_len, out_cap;
 	/* fsync = disk: sequenced messages in `out` not yet on disk, oldest
 	 * first: their seq and where they start (out_shift + offset: out_shift
-	 * counts the bytes out_room() moved out); nothing from the first of
+	 * counts the bytes gw_sess_out_room() moved out); nothing from the first of
 	 * them on is written to the client before the login's durable_next
 	 * passes it. */
 	uint64_t out_shift;
@@ -238,7 +238,7 @@ struct gw_part {
 	struct gw_stream exec;
 };
 
-/* The sessions and their listener (session.c only). */
+/* The sessions and their listener (session*.c only). */
 struct gw_sessions {
 	char soup_session[SOUP_SESSION_LEN + 1];
 	int listen_fd;
@@ -613,7 +613,7 @@ void gw_verify_close(struct gw *g); /* accepts one never opened */
 int gw_verify_submit(struct gw *g, const char *hash, const char *pw, void *owner);
 /* Its owner is gone: the verdict is dropped. */
 void gw_verify_cancel(struct gw *g, int id);
-/* session.c: the verdict of a session's verification (ok: 1 or 0). */
+/* session_login.c: the verdict of a session's verification (ok: 1 or 0). */
 void gw_session_verdict(struct gw *g, void *owner, int ok);
 
 #endif
