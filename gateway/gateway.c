@@ -422,6 +422,7 @@ static int open_login_checks(struct gw *g)
 	uint64_t seed;
 
 	randombytes_buf(&seed, sizeof(seed));
+	randombytes_buf(&g->unknown_seed, sizeof(g->unknown_seed));
 	g->lockout = lockout_new(c->login_lockout_entries, &lc, seed);
 	if (!g->lockout) {
 		log_err("login lockout table: out of memory");

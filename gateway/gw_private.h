@@ -148,6 +148,9 @@ struct gw_session {
 	 * meanwhile */
 	int login_wait, verify_id;
 	char reject_reason;
+	/* a plaintext entry's verdict (plain_ok), decided in line but given
+	 * when a dummy verification ends, so that it takes a hash's time */
+	int plain, plain_ok;
 	ev_timer answer;
 	struct soup_login req; /* that Login Request */
 	int dirty; /* on gw->dirty: has output to write this iteration */
@@ -414,6 +417,7 @@ struct gw {
 	struct gw_progress prog;
 	struct gw_verify verify;
 	struct lockout *lockout; /* failed logins: back-off and lockouts */
+	uint64_t unknown_seed; /* keys a name that is no login into its own lockout entry */
 
 	ev_prepare prepare;
 	ev_timer tick;

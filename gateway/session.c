@@ -94,6 +94,7 @@ void gw_sess_close(struct gw_session *s, int logout)
 	if (s->state == GW_SESS_DEAD)
 		return;
 	if (s->login) {
+		gw_sess_throttle_flush(s);
 		if (s->login->cred.cancel_on_disconnect)
 			send_session_event(g, s->login,
 					   logout ? LOCKSTEP__SESSION_EVENT__KIND__CANCEL_ALL
@@ -395,9 +396,10 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp login = (ev_tstamp)g->cfg.login_timeout / 1e9;
 
 	(void)revents;
-	/* while flow control leaves the sessions unread, a client's
-	 * heartbeats wait in the kernel: its silence is ours */
-	if ((g->flow.paused || s->stalled) && s->state <= GW_SESS_ACTIVE)
+	/* while flow control leaves the sessions unread, or its Login Request
+	 * is being verified or its rejection held back, a client's heartbeats
+	 * wait in the kernel (or it waits for us): its silence is ours */
+	if ((g->flow.paused || s->stalled || s->login_wait) && s->state <= GW_SESS_ACTIVE)
 		s->last_in = now;
 	if (s->state == GW_SESS_LOGIN && now - s->connected >= login) {
 		/* whatever it sent: Debug packets or bytes that reset the
@@ -442,12 +444,17 @@ void gw_session_pause(struct gw *g, int on)
 	ev_tstamp now = ev_now(g->loop);
 
 	for (struct gw_session *s = g->sess.list; s; s = s->next) {
-		/* its drain reads it again; a login being answered, after login_resume */
-		if (s->state > GW_SESS_ACTIVE || s->stalled || s->login_wait)
+		/* a login being answered reads again after login_resume */
+		if (s->state > GW_SESS_ACTIVE || s->login_wait)
 			continue;
 		if (on) {
 			ev_io_stop(g->loop, &s->rio);
+		} else if (s->stalled) {
+			/* its queue drains again; it reads once the queue has room */
+			gw_sess_drain_resume(s);
 		} else {
+			if (s->tq.n)
+				gw_sess_drain_resume(s); /* its queue drains again */
 			/* what the client sent meanwhile waited on us, not on it */
 			s->last_in = now;
 			ev_io_start(g->loop, &s->rio);

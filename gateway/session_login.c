@@ -1,12 +1,16 @@
 /* A session's Login Request (session.c holds the rest of the session):
  * refused at once while its username at its address, or its address, is
- * locked out (lockout.c); a plaintext entry's password compared in line; a
- * hash (and a name that is no login, against a dummy hash) verified by
- * verify.c's threads, nothing read meanwhile. A failure is answered after
- * its back-off; the verdict logs the session in or rejects it. */
+ * locked out (lockout.c); a hash (and a name that is no login, against a
+ * dummy hash) verified by verify.c's threads, nothing read meanwhile; a
+ * plaintext entry's password compared in line, its verdict given when a
+ * dummy verification ends. A name that is no login has a lockout entry of
+ * its own, as a login has: whatever the name, the answer takes the same
+ * time and counts the same. A failure is answered after its back-off; the
+ * verdict logs the session in or rejects it. */
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "clock.h"
 #include "gw_private.h"
@@ -61,6 +65,24 @@ static void reject_after(struct gw_session *s, char reason, uint64_t delay)
 	ev_timer_start(s->gw->loop, &s->answer);
 }
 
+/* The lockout table's login of a Login Request: its login's id, or for a
+ * name that is no login a keyed hash of it (above every id, never
+ * LOCKOUT_ANY or LOCKOUT_UNKNOWN), so that no name shares another's entry. */
+static uint32_t lockout_login(const struct gw_session *s, const struct gw_login *l)
+{
+	char name[sizeof(s->req.username)];
+	size_t n = strlen(s->req.username);
+
+	if (l)
+		return gw_login_id(l);
+	for (size_t i = 0; i <= n; i++) /* SoupBinTCP names have no case */
+		name[i] = s->req.username[i] >= 'a' && s->req.username[i] <= 'z'
+				  ? (char)(s->req.username[i] - 'a' + 'A')
+				  : s->req.username[i];
+	return 0x80000000u | (uint32_t)(XXH3_64bits_withSeed(name, n, s->gw->unknown_seed) %
+					0x7ffffffeu);
+}
+
 /* A login that failed (wrong password, no such login, revoked): counted
  * for its username at its address and for its address, answered after
  * the back-off. */
@@ -68,8 +90,7 @@ static void login_failed(struct gw_session *s, const struct gw_login *l)
 {
 	struct gw *g = s->gw;
 	enum lockout_state locked;
-	uint64_t delay = lockout_fail(g->lockout, s->addr, l ? gw_login_id(l) : LOCKOUT_UNKNOWN,
-				      mono_ns(), &locked);
+	uint64_t delay = lockout_fail(g->lockout, s->addr, lockout_login(s, l), mono_ns(), &locked);
 
 	g->st.login_failures++;
 	log_ratelimited(&gw_rl, LOG_LVL_NOTICE, "session %s: login %s not authorized%s",
@@ -133,6 +154,9 @@ void gw_session_verdict(struct gw *g, void *owner, int ok)
 
 	(void)g;
 	s->verify_id = -1;
+	if (s->plain) /* the dummy's time has passed: the plaintext's verdict */
+		ok = s->plain_ok;
+	s->plain = 0;
 	if (s->state == GW_SESS_LOGIN)
 		login_verdict(s, ok);
 }
@@ -152,10 +176,11 @@ static void login_locked(struct gw_session *s, enum lockout_state ls, uint64_t l
 	reject_after(s, SOUP_REJECT_NOT_AUTHORIZED, g->cfg.login_backoff_max);
 }
 
-/* A Login Request: refused at once while locked out; a plaintext entry's
- * password compared in line; a hash (and a name that is no login,
- * against a dummy hash: the time of the answer tells nothing of which
- * logins exist) verified by verify.c's threads, nothing read meanwhile. */
+/* A Login Request: refused at once while locked out; a hash (and a name
+ * that is no login, against a dummy hash: the time of the answer tells
+ * nothing of which logins exist) verified by verify.c's threads, nothing
+ * read meanwhile; a plaintext entry's password (or an empty one) decided
+ * in line and answered after a dummy verification, for the same reason. */
 void gw_sess_handle_login(struct gw_session *s, const struct soup_packet *pkt)
 {
 	struct gw *g = s->gw;
@@ -163,7 +188,7 @@ void gw_sess_handle_login(struct gw_session *s, const struct soup_packet *pkt)
 	char pw[GW_PASSWORD_LEN + 1];
 	enum lockout_state ls;
 	uint64_t left = 0;
-	int rc = soup_decode_login(pkt, &s->req);
+	int empty, rc = soup_decode_login(pkt, &s->req);
 
 	if (rc < 0) {
 		gw_sess_protocol_error(s, "bad Login Request", rc);
@@ -172,21 +197,20 @@ void gw_sess_handle_login(struct gw_session *s, const struct soup_packet *pkt)
 	l = gw_login_find(&g->logins, (const uint8_t *)s->req.username, strlen(s->req.username));
 	s->login_wait = 1; /* from here on, until it is answered */
 	ev_io_stop(g->loop, &s->rio);
-	ls = lockout_check(g->lockout, s->addr, l ? gw_login_id(l) : LOCKOUT_UNKNOWN, mono_ns(),
-			   &left);
+	ls = lockout_check(g->lockout, s->addr, lockout_login(s, l), mono_ns(), &left);
 	if (ls != LOCKOUT_OPEN) {
 		login_locked(s, ls, left);
 		return;
 	}
-	if (l && !l->cred.hash[0]) {
-		login_verdict(s, gw_cred_password_ok(&l->cred, s->req.password));
-		return;
-	}
-	if (gw_password_normalise(s->req.password, pw) < 0) {
-		login_verdict(s, 0); /* empty: no password is */
-		return;
-	}
-	rc = gw_verify_submit(g, l ? l->cred.hash : NULL, pw, s);
+	/* an empty password is none; it and a plaintext entry are decided here
+	 * and answered when a verification of the dummy hash ends */
+	empty = gw_password_normalise(s->req.password, pw) < 0;
+	if (empty)
+		pw[0] = '\0';
+	s->plain = empty || (l && !l->cred.hash[0]);
+	s->plain_ok = !empty && l && !l->cred.hash[0] &&
+		      gw_cred_password_ok(&l->cred, s->req.password);
+	rc = gw_verify_submit(g, l && !s->plain ? l->cred.hash : NULL, pw, s);
 	explicit_bzero(pw, sizeof(pw));
 	if (rc < 0) {
 		g->st.login_verify_busy++;

@@ -410,14 +410,39 @@ void gw_sess_on_drain(struct ev_loop *loop, ev_timer *w, int revents)
 		throttle_queue_pop(&s->tq);
 		submit_ouch(s, &m);
 	}
-	if (s->state != GW_SESS_ACTIVE)
-		return;
+	if (s->state != GW_SESS_ACTIVE || g->flow.paused)
+		return; /* gw_session_pause(g, 0) resumes it: gw_sess_drain_resume */
+	gw_sess_drain_resume(s);
+}
+
+void gw_sess_drain_resume(struct gw_session *s)
+{
+	struct ev_loop *loop = s->gw->loop;
+
 	if (s->tq.n)
 		drain_arm(s);
-	if (s->stalled && s->tq.n < s->tq.cap && !g->flow.paused) {
+	if (s->stalled && s->tq.n < s->tq.cap) {
 		s->stalled = 0;
+		s->last_in = ev_now(loop); /* it waited on us, not on its client */
 		ev_io_start(loop, &s->rio);
 		ev_feed_event(loop, &s->rio, EV_READ);
+	}
+}
+
+void gw_sess_throttle_flush(struct gw_session *s)
+{
+	struct gw *g = s->gw;
+	const uint8_t *p;
+	size_t len;
+
+	while ((p = throttle_queue_peek(&s->tq, &len)) != NULL) {
+		struct ouch_msg m;
+
+		if (ouch_decode_inbound(p, len, &m) == 0) {
+			held(&s->login->throttle_rejected, &g->st.throttle_rejected);
+			refuse(s, &m, OUCH_REJ_THROTTLED);
+		}
+		throttle_queue_pop(&s->tq);
 	}
 }
 

@@ -55,7 +55,15 @@ void gw_sess_on_answer(struct ev_loop *loop, ev_timer *w, int revents);
 /* session_ouch.c */
 /* One OUCH message (pkt) from a logged-in session: EDGE_*. */
 int gw_sess_handle_ouch(struct gw_session *s, const struct soup_packet *pkt);
-/* s->drain's callback: the throttle's queue is taken as tokens allow. */
+/* s->drain's callback: the throttle's queue is taken as tokens allow;
+ * none while flow control holds the gateway (gw_session_pause). */
 void gw_sess_on_drain(struct ev_loop *loop, ev_timer *w, int revents);
+/* Flow control let go, or a drain ended: the queue drains again, and a
+ * session a Cancel stalled reads again once the queue has room. */
+void gw_sess_drain_resume(struct gw_session *s);
+/* A session that ends (s->login still set): what its queue still holds
+ * is answered, Rejected 'o' or Cancel Reject, into its login's journal
+ * (its client reads them when it logs in again), and counted. */
+void gw_sess_throttle_flush(struct gw_session *s);
 
 #endif

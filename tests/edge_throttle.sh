@@ -7,7 +7,10 @@
 # unprintable field is answered (Rejected with the field's reason, 'x' for
 # the token; Cancel Reject) and the session stays up; an unknown OUCH type
 # ends the session with a logged line. STATS counts it all, per login for
-# the throttle. Asserts behaviour, never timings: every wait is a watchdog.
+# the throttle. A Cancel waits behind its queued order; what a session's
+# queue still holds when the session ends is answered (Rejected 'o') into
+# the login's journal, read on the next login. Asserts behaviour, never
+# timings: every wait is a watchdog.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-gateway lockstepctl
 
@@ -19,11 +22,12 @@ port = int(sys.argv[1])
 FLOOD = 3000
 
 class Sess:
-    def __init__(self, user, pw):
+    def __init__(self, user, pw, seq=0):
         self.s = socket.create_connection(("127.0.0.1", port))
         self.buf = b""
         self.closed = False
-        self.send(b"L" + user.ljust(6).encode() + pw.ljust(10).encode() + b" " * 10 + b"0".rjust(20))
+        self.send(b"L" + user.ljust(6).encode() + pw.ljust(10).encode() + b" " * 10 +
+                  str(seq).encode().rjust(20))
         t, _ = self.packet(10)
         assert t == b"A", "login of %s refused (%r)" % (user, t)
 
@@ -90,7 +94,10 @@ b = Sess("TRADR2", "pw2")
 # the flood: far more than the burst (50), the queue (100) and the rate
 # (200/s) can take while it is read; then a Cancel of the first order
 flood = b"".join(struct.pack(">H", 50) + b"U" + enter(b"F%06d" % i) for i in range(FLOOD))
-a.s.sendall(flood + struct.pack(">H", 20) + b"U" + cancel(b"F000000"))
+# and a Cancel of an order likely still queued when the Cancel comes (it
+# must wait behind it: Canceled, never a Cancel Reject before an Accepted)
+a.s.sendall(flood + struct.pack(">H", 20) + b"U" + cancel(b"F000000") +
+            struct.pack(">H", 20) + b"U" + cancel(b"F000070"))
 # the other login meanwhile: every order answered, none throttled
 for i in range(20):
     b.ouch(enter(b"B%03d" % i, firm=b"FRMB"))
@@ -103,7 +110,7 @@ for p in b.answers(5):
         break
 assert len(got_b) == 20, "TRADR2: %d of 20 answered" % len(got_b)
 assert all(v == ("A", None) for v in got_b.values()), "TRADR2 not all Accepted: %r" % got_b
-got_a, canceled = {}, None
+got_a, canceled, canceled70 = {}, None, None
 for p in a.answers(10):
     k, tok, why = token_reason(p)
     if k in ("A", "J") and tok.startswith("F"):
@@ -111,7 +118,10 @@ for p in a.answers(10):
         got_a[tok] = why or "A"
     if k in ("C", "I") and tok == "F000000":
         canceled = k
-    if len(got_a) == FLOOD and canceled:
+    if k in ("C", "I") and tok == "F000070":
+        assert "F000070" in got_a, "F000070's Cancel answered (%s) before F000070" % k
+        canceled70 = k
+    if len(got_a) == FLOOD and canceled and canceled70:
         break
 acc = sum(1 for v in got_a.values() if v == "A")
 thr = sum(1 for v in got_a.values() if v == "o")
@@ -120,7 +130,31 @@ assert acc + thr == FLOOD, "TRADR1: other answers than Accepted and Rejected 'o'
     set(got_a.values()))
 assert 150 <= acc < FLOOD and thr > 0, "TRADR1: %d accepted, %d throttled" % (acc, thr)
 assert got_a["F000000"] == "A" and canceled == "C", "the Cancel under throttle: %r" % canceled
-print("flood: accepted %d throttled %d; cancel answered %s" % (acc, thr, canceled))
+assert canceled70 == ("C" if got_a["F000070"] == "A" else "I"), \
+    "F000070 %s, its Cancel %s" % (got_a["F000070"], canceled70)
+
+# what a session's queue holds when it ends is answered all the same (into
+# the login's journal: its client reads it on its next login)
+a.s.sendall(b"".join(struct.pack(">H", 50) + b"U" + enter(b"D%05d" % i) for i in range(400)))
+a.s.shutdown(socket.SHUT_WR)  # a FIN, not a reset: the gateway reads it all first
+while a.packet(10)[0] is not None:
+    pass
+assert a.closed, "the session did not end after the client's FIN"
+a2 = Sess("TRADR1", "pw1", seq=1)  # the whole day's answers again
+got_d = {}
+for p in a2.answers(5):
+    k, tok, why = token_reason(p)
+    if k in ("A", "J") and tok.startswith("D"):
+        assert tok not in got_d, "two answers for %s" % tok
+        got_d[tok] = why or "A"
+    if len(got_d) == 400:
+        break
+assert len(got_d) == 400, "TRADR1's session ended: %d of 400 answered" % len(got_d)
+assert set(got_d.values()) <= {"A", "o"}, set(got_d.values())
+thr_d = sum(1 for v in got_d.values() if v == "o")
+assert thr_d > 100, "only %d of 400 throttled: was the queue full when the session ended?" % thr_d
+print("ended with its queue: %d answered, %d Rejected 'o'" % (len(got_d), thr_d))
+print("flood: accepted %d throttled %d; cancel answered %s" % (acc, thr + thr_d, canceled))
 
 # malformed, on a session of its own: answered, the session stays
 c = Sess("TRADR3", "pw3")

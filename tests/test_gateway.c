@@ -905,12 +905,23 @@ START_TEST(login_hashed_and_locked)
 	ck_assert_uint_eq(r.gw->st.login_verifications, 3); /* not verified */
 	/* another login at that address is not locked; the locked one is not
 	 * locked elsewhere */
+	/* (TRADR1's entry is plaintext: decided in line, answered after a
+	 * verification of the dummy hash, so that it takes a hash's time) */
 	ck_assert_int_eq(try_login(&r, "127.0.0.1", "TRADR1", "PW1", &why), 'A');
+	ck_assert_uint_eq(r.gw->st.login_verifications, 4);
 	ck_assert_int_eq(try_login(&r, "127.0.0.2", "tradr3", "Pw3", &why), 'A');
 	ck_assert_uint_eq(r.gw->st.logins, 3);
 	/* a name that is no login is verified too (against the dummy hash) */
 	ck_assert_int_eq(try_login(&r, "127.0.0.3", "NOBODY", "pw3", &why), 'J');
-	ck_assert_uint_eq(r.gw->st.login_verifications, 5);
+	ck_assert_uint_eq(r.gw->st.login_verifications, 6);
+	/* and it has a lockout entry of its own: two failures lock NOBODY at
+	 * 127.0.0.3, not another name that is no login */
+	ck_assert_int_eq(try_login(&r, "127.0.0.3", "NOBODY", "pw3", &why), 'J');
+	ck_assert_int_eq(try_login(&r, "127.0.0.3", "NOBODY", "pw3", &why), 'J');
+	ck_assert_uint_eq(r.gw->st.login_locked_out_rejects, 2);
+	ck_assert_int_eq(try_login(&r, "127.0.0.3", "NOONE", "pw3", &why), 'J');
+	ck_assert_uint_eq(r.gw->st.login_locked_out_rejects, 2);
+	ck_assert_uint_eq(r.gw->st.login_verifications, 8);
 	rig_close(&r);
 }
 END_TEST
