@@ -46,6 +46,12 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "max_tokens", CONFIG_UINT, OFF(max_tokens), 0, "4194304", 16, 1 << 30, NULL,
 	  "order tokens remembered, live and recently dead, above max_orders (preallocated); "
 	  "when full the oldest dead token is forgotten" },
+	{ "matcher", "max_user_tokens", CONFIG_UINT, OFF(max_user_tokens), 0, "0", 0, 1 << 30,
+	  NULL,
+	  "order tokens remembered per login, live and dead (0: no quota); a login holding "
+	  "this many forgets its own oldest dead token for a new one, so that its churn does "
+	  "not forget other logins' tokens, and is rejected 'q' when all are live; every "
+	  "replica of a partition must have the same" },
 	{ "matcher", "max_levels", CONFIG_UINT, OFF(max_levels), 0, "4096", 4, 1 << 20, NULL,
 	  "price levels per side per symbol" },
 	{ "matcher", "ring", CONFIG_UINT, OFF(ring), 0, "1048576", 1024, 1 << 26, NULL,

@@ -49,7 +49,8 @@ static const struct counter_def extra_defs[] = {
 	COUNTER(day_events_ignored), COUNTER(closed_cancels), COUNTER(closed_rejects),
 	COUNTER(admin_events), COUNTER(admin_ignored), COUNTER(risk_rejects), COUNTER(risk_killed),
 	COUNTER(risk_qty), COUNTER(risk_notional), COUNTER(risk_collar), COUNTER(risk_open),
-	COUNTER(risk_credit), COUNTER(kill_cancels),
+	COUNTER(risk_credit), COUNTER(kill_cancels), COUNTER(user_tokens_forgotten),
+	COUNTER(user_token_quota),
 };
 
 /* STATUS's pools: the engine's. */
@@ -113,7 +114,8 @@ static void matcher_stats(void *self, struct counters *out)
 		m->snap_stall_ns / 1000, rs.unbelievable, es.day_events, es.day_ignored,
 		es.closed_cancels, es.closed_rejects, es.admin_events, es.admin_ignored,
 		es.risk_rejects, es.risk_killed, es.risk_qty, es.risk_notional, es.risk_collar,
-		es.risk_open, es.risk_credit, es.kill_cancels,
+		es.risk_open, es.risk_credit, es.kill_cancels, es.user_tokens_forgotten,
+		es.user_token_quota,
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));

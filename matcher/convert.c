@@ -126,6 +126,7 @@ int convert_engine_config(const struct matcher_config *cfg, char *store,
 	ec.max_shares = (uint32_t)cfg->max_shares;
 	ec.max_orders = (uint32_t)cfg->max_orders;
 	ec.max_tokens = (uint32_t)cfg->max_tokens;
+	ec.max_user_tokens = (uint32_t)cfg->max_user_tokens;
 	ec.max_levels = (uint32_t)cfg->max_levels;
 	ec.partition = (uint32_t)cfg->partition;
 	*out = ec;

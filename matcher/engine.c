@@ -411,13 +411,15 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 	const struct ouch_enter_order *in = &cmd->u.enter;
 	char key[OUCH_TOKEN_LEN], login[8];
 	uint32_t user = engine_book_user(e, cmd->user, 1), slot = NONE, sym = NONE, firm = NONE, oi;
-	int found = 0, reason;
+	int found = 0, reason, quota = 0;
 	uint64_t h;
 	struct order *o;
 
 	token_key(key, in->token);
 	h = token_hash(user, key);
 	engine_book_token_room(e);
+	if (user != 0)
+		quota = engine_book_user_token_room(e, user);
 	/* the token slot is a likely cache miss: fetch it while validating */
 	__builtin_prefetch(&e->tokens[token_home(e, h)]);
 	/* closed: the same path as any rejection, so the token is consumed */
@@ -433,10 +435,15 @@ static void do_enter(struct engine *e, const struct engine_cmd *cmd)
 		firm = firm_of(e, user, cmd->firm);
 	if (!reason && firm != NONE)
 		reason = engine_risk_check(e, user, firm, sym, in->shares, in->price, NULL);
+	if (!reason && quota) {
+		reason = OUCH_REJ_OPEN_QUOTA;
+		e->st.user_token_quota++;
+	}
 	if (!reason)
 		reason = check_enter_room(e, user, firm, sym, in);
 	if (reason) {
-		if (user != 0 && e->n_tokens < e->max_tokens)
+		/* consumed when there is room (not past the user's quota) */
+		if (user != 0 && !quota && e->n_tokens < e->max_tokens)
 			token_insert(e, slot, user, h, key, NONE);
 		if (reason == OUCH_REJ_CLOSED)
 			e->st.closed_rejects++;
@@ -489,15 +496,21 @@ static int check_replace_room(const struct engine *e, const struct ouch_replace_
 }
 
 /* 0 when the replace goes on; else it was answered: Rejected by the risk
- * checks (the order stays as it was, no token is consumed), or invalid
- * (the order is Canceled 'Z'). */
-static int replace_gate(struct engine *e, uint32_t oi, const struct ouch_replace_order *rp, int keep)
+ * checks or the user's token quota (quota: no room for the replacement
+ * token; the order stays as it was, no token is consumed), or invalid (the
+ * order is Canceled 'Z'). */
+static int replace_gate(struct engine *e, uint32_t oi, const struct ouch_replace_order *rp, int keep,
+			int quota)
 {
 	const struct order *o = &e->orders[oi];
 	int reason;
 
 	if (check_replace(e, rp) == 0) {
 		reason = engine_risk_check(e, o->user, o->firm, o->sym, rp->shares, rp->price, o);
+		if (!reason && quota) {
+			reason = OUCH_REJ_OPEN_QUOTA;
+			e->st.user_token_quota++;
+		}
 		if (reason) {
 			emit_rejected(e, owner(e, o), rp->replacement_token, reason);
 			return -1;
@@ -531,7 +544,7 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 	const struct ouch_replace_order *rp = &cmd->u.replace;
 	char key_old[OUCH_TOKEN_LEN], key_new[OUCH_TOKEN_LEN];
 	uint32_t user = engine_book_user(e, cmd->user, 0), slot_old, slot_new, oi;
-	int found = 0, keep, ioc;
+	int found = 0, keep, ioc, quota;
 	uint64_t h_old, h_new;
 	struct order *o;
 
@@ -549,6 +562,7 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 		return;
 	}
 	engine_book_token_room(e);
+	quota = engine_book_user_token_room(e, user);
 	token_key(key_old, rp->existing_token);
 	token_key(key_new, rp->replacement_token);
 	h_old = token_hash(user, key_old);
@@ -569,7 +583,7 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 	ioc = is_ioc(rp->price, rp->tif);
 	keep = !ioc && rp->price == o->price && rp->shares <= o->shares &&
 	       queue_of(rp->display) == queue_of(o->display);
-	if (replace_gate(e, oi, rp, keep) != 0)
+	if (replace_gate(e, oi, rp, keep, quota) != 0)
 		return;
 	if (keep) {
 		/* in place: same level, queue and priority */

@@ -29,12 +29,26 @@
  *    replaced or been rejected) is silently ignored (OUCH 4.2: "ignored"),
  *    counted in ignored_duplicates. A Rejected Enter consumes its token, so a
  *    resent copy is ignored, not re-rejected. The memory of dead tokens is
- *    bounded: the table holds the live orders' tokens and the most recently
- *    dead ones up to max_tokens; beyond, each new token makes the engine
- *    forget the oldest dead one (tokens_forgotten), whose reuse is then taken
- *    as new. max_tokens - max_orders - 1 is the horizon of duplicate
- *    detection, in dead tokens (room is made before the lookup); the token
- *    table never rejects an order.
+ *    bounded, globally and per user:
+ *    - the table holds the live orders' tokens and the most recently dead
+ *      ones up to max_tokens; beyond, each new token makes the engine forget
+ *      the oldest dead one of any user (tokens_forgotten), whose reuse is then
+ *      taken as new. max_tokens - max_orders - 1 is the global horizon of
+ *      duplicate detection, in dead tokens (room is made before the lookup);
+ *      the table never rejects an order.
+ *    - with max_user_tokens (0: none), a user remembers at most that many
+ *      tokens, live and dead: a new token of a user that holds as many makes
+ *      the engine forget that user's oldest dead token
+ *      (user_tokens_forgotten), before the lookup, so the user's horizon is
+ *      max_user_tokens - 1 - its open orders, in its own dead tokens. One
+ *      user's churn then forgets only its own tokens, not another's (up to
+ *      the global horizon, which max_tokens >= logins x max_user_tokens
+ *      makes unreachable: the table then never fills). When all of the
+ *      user's remembered tokens are live, the Enter (or Replace) is
+ *      Rejected 'q' (OUCH_REJ_OPEN_QUOTA, counted in user_token_quota, not
+ *      in risk_rejects) after the risk checks and before pools; its token
+ *      is not consumed (nor is an Enter's Rejected then for another
+ *      reason), and a Replace leaves the existing order as it was.
  *  - Replace (OUCH 4.2): if the existing order is not live, or the replacement
  *    token was already used, the Replace is silently ignored (ignored_dead or
  *    ignored_duplicates). If the existing order is live but the replace is
@@ -108,6 +122,8 @@
  *      collar (bp from the reference price)  'X' (INVALID_PRICE)
  *      max_open (resting orders at once)     'q' (OUCH_REJ_OPEN_QUOTA)
  *      credit (resting notional + this)      'r' (OUCH_REJ_CREDIT)
+ *    and then (not a risk limit: risk_rejects does not count it) the
+ *    user's token quota, max_user_tokens, 'q' (Tokens above).
  *    A market order's notional is taken at the reference price (none known:
  *    0) and it is never collared. The reference price of a symbol is the
  *    configuration's (engine_config.risk REFERENCE entries), then the last
@@ -158,6 +174,9 @@ struct engine_config {
 	uint32_t max_shares; /* shares per order, e.g. 1,000,000 */
 	uint32_t max_orders; /* open orders at once, e.g. 1 << 20 */
 	uint32_t max_tokens; /* tokens remembered, live and dead, > max_orders, e.g. 1 << 22 */
+	/* tokens remembered per user, live and dead (see Tokens above); 0: no
+	 * quota. Every replica of a partition must have the same. */
+	uint32_t max_user_tokens;
 	uint32_t max_levels; /* price levels per side per symbol, e.g. 1024 */
 	uint32_t max_users; /* distinct logins; 0 means 65536 */
 	uint32_t max_firms; /* distinct firms (of logins and of limits); 0 means 4096 */
@@ -267,7 +286,7 @@ struct engine_stats {
 	uint64_t ignored_dead; /* Replace/Modify of an unknown or dead order */
 	uint64_t ignored_invalid; /* Modify that OUCH ignores; unknown command kind */
 	uint64_t tokens; /* tokens remembered (live and recently dead) */
-	uint64_t tokens_forgotten; /* dead tokens forgotten to make room */
+	uint64_t tokens_forgotten; /* dead tokens forgotten to make room in the table */
 	uint64_t users; /* logins seen */
 	uint64_t messages; /* outbound messages */
 	/* after messages: the snapshot format keeps the fields above as they
@@ -286,6 +305,8 @@ struct engine_stats {
 	uint64_t risk_open; /* 'q' */
 	uint64_t risk_credit; /* 'r' */
 	uint64_t kill_cancels; /* Canceled 'S' by a kill switch */
+	uint64_t user_tokens_forgotten; /* dead tokens forgotten for their user's quota */
+	uint64_t user_token_quota; /* Rejected 'q': the user's quota full of live tokens */
 };
 
 void engine_get_stats(const struct engine *e, struct engine_stats *out);
@@ -325,8 +346,9 @@ int engine_get_risk(const struct engine *e, uint32_t scope, const char *name,
 void engine_get_pools(const struct engine *e, struct engine_pool out[ENGINE_POOLS]);
 
 /* Checks the book's invariants and recomputes the state hash from scratch:
- * 0, or -EUCLEAN when something is inconsistent. O(open orders + dead
- * tokens); for tests and offline verification, not for the hot path. */
+ * 0, -EUCLEAN when something is inconsistent, or -ENOMEM (one scratch
+ * array of users). O(open orders + dead tokens + users); for tests and
+ * offline verification, not for the hot path. */
 int engine_verify(const struct engine *e);
 
 /* Snapshots: the whole state (orders in priority order per level, tokens,

@@ -84,6 +84,7 @@ uint32_t engine_book_user(struct engine *e, const char *login, int create)
 	u->head = u->tail = NONE;
 	u->lim = NONE;
 	u->fid = NONE; /* no firm resolved yet */
+	u->dhead = u->dtail = NONE;
 	if (e->n_ulims)
 		engine_risk_user_new(e, e->n_users);
 	return e->n_users;
@@ -105,7 +106,7 @@ uint32_t engine_book_live_order(struct engine *e, const char *login, const char 
 }
 
 /* Slot `to` (empty) takes the token in slot `from`; its order or its dead
- * ring entry follows. */
+ * entry follows. */
 static void token_move(struct engine *e, uint32_t from, uint32_t to)
 {
 	struct token_slot *t = &e->tokens[to];
@@ -114,7 +115,7 @@ static void token_move(struct engine *e, uint32_t from, uint32_t to)
 	if (token_live(t))
 		e->orders[t->order].tok = to;
 	else
-		e->dead[t->order & ~TOKEN_DEAD] = to;
+		e->dead[t->order & ~TOKEN_DEAD].slot = to;
 }
 
 /* 1 when slot j's token, whose search starts at home, may move back to the
@@ -148,34 +149,84 @@ static void token_delete(struct engine *e, uint32_t i)
 	e->n_tokens--;
 }
 
-void engine_book_token_room(struct engine *e)
+/* Forgets the dead token of entry d, the oldest of its user's: out of both
+ * lists, the entry freed, the slot deleted. */
+static void dead_forget(struct engine *e, uint32_t d)
 {
-	uint32_t slot;
+	struct dead_ent *x = &e->dead[d];
+	uint32_t slot = x->slot;
+	struct user *u = &e->users[e->tokens[slot].user];
 
-	if (e->n_tokens < e->max_tokens || e->n_dead == 0)
-		return;
-	slot = e->dead[e->dead_head];
-	if (++e->dead_head == e->max_tokens)
-		e->dead_head = 0;
+	if (x->prev != NONE)
+		e->dead[x->prev].next = x->next;
+	else
+		e->dead_head = x->next;
+	if (x->next != NONE)
+		e->dead[x->next].prev = x->prev;
+	else
+		e->dead_tail = x->prev;
+	u->dhead = x->unext;
+	if (u->dhead == NONE)
+		u->dtail = NONE;
+	u->n_tok--;
+	x->slot = e->dead_free;
+	e->dead_free = d;
 	e->n_dead--;
 	token_delete(e, slot);
+}
+
+void engine_book_token_room(struct engine *e)
+{
+	if (e->n_tokens < e->max_tokens || e->n_dead == 0)
+		return;
+	/* the globally oldest is its user's oldest too: lists keep death order */
+	dead_forget(e, e->dead_head);
 	e->st.tokens_forgotten++;
+}
+
+int engine_book_user_token_room_slow(struct engine *e, uint32_t user)
+{
+	struct user *u = &e->users[user];
+
+	/* more than one only after a snapshot of a larger quota was loaded */
+	while (u->n_tok >= e->max_user_tokens) {
+		if (u->dhead == NONE)
+			return -1;
+		dead_forget(e, u->dhead);
+		e->st.user_tokens_forgotten++;
+	}
+	return 0;
+}
+
+/* The dead pool as created: every entry free, in index order. */
+static void dead_pool_reset(struct engine *e)
+{
+	for (uint32_t i = 0; i < e->max_tokens; i++)
+		e->dead[i].slot = i + 1 < e->max_tokens ? i + 1 : NONE;
+	e->dead_free = 0;
+	e->dead_head = e->dead_tail = NONE;
+	e->n_dead = 0;
 }
 
 void engine_book_tokens_forget_all(struct engine *e)
 {
-	uint32_t at = e->dead_head;
-
 	/* every token is dead (no live order: the caller checks), and emptying
-	 * every slot leaves no probe chain to mend, so no backward shift */
-	for (uint32_t k = 0; k < e->n_dead; k++) {
-		memset(&e->tokens[e->dead[at]], 0, sizeof(e->tokens[0]));
-		if (++at == e->max_tokens)
-			at = 0;
+	 * every slot leaves no probe chain to mend, so no backward shift; each
+	 * entry goes back to the free list (in another order than at create:
+	 * entry numbers are never seen, not in hashes nor snapshots) */
+	for (uint32_t d = e->dead_head, next; d != NONE; d = next) {
+		next = e->dead[d].next;
+		memset(&e->tokens[e->dead[d].slot], 0, sizeof(e->tokens[0]));
+		e->dead[d].slot = e->dead_free;
+		e->dead_free = d;
+	}
+	for (uint32_t u = 1; u <= e->n_users; u++) {
+		e->users[u].n_tok = 0;
+		e->users[u].dhead = e->users[u].dtail = NONE;
 	}
 	e->n_tokens = 0;
 	e->n_dead = 0;
-	e->dead_head = 0;
+	e->dead_head = e->dead_tail = NONE;
 }
 
 /* --- state hash ---------------------------------------------------------- */
@@ -507,34 +558,76 @@ static int verify_level(const struct engine *e, uint32_t sym, int side, uint32_t
 	return 0;
 }
 
-/* Every entry of the dead ring names a dead token that names it back, and
- * each can still be found from its home slot. */
-static int verify_dead(const struct engine *e)
+/* Every entry of the global dead list names a dead token that names it
+ * back, and each can still be found from its home slot; each user's list is
+ * the global one's entries of that user, in the same order, and its count
+ * is its live and dead tokens. cursor: n_users + 1 scratch. */
+static int verify_dead(const struct engine *e, uint32_t *cursor)
 {
-	uint32_t at = e->dead_head;
+	uint32_t prev = NONE, k = 0, free = 0;
 
 	if (e->n_dead > e->n_tokens || e->n_tokens > e->max_tokens)
 		return -EUCLEAN;
-	for (uint32_t k = 0; k < e->n_dead; k++) {
-		const struct token_slot *t = &e->tokens[e->dead[at]];
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		cursor[u] = e->users[u].dhead;
+	for (uint32_t d = e->dead_head; d != NONE; prev = d, d = e->dead[d].next) {
+		const struct dead_ent *x = &e->dead[d];
+		const struct token_slot *t;
 		uint32_t slot;
 		int found;
 
-		if (t->user == 0 || t->order != (TOKEN_DEAD | at))
+		if (d >= e->max_tokens || ++k > e->n_dead || x->prev != prev ||
+		    x->slot >= e->token_cap)
+			return -EUCLEAN;
+		t = &e->tokens[x->slot];
+		if (t->user == 0 || t->user > e->n_users || t->order != (TOKEN_DEAD | d) ||
+		    cursor[t->user] != d)
+			return -EUCLEAN;
+		cursor[t->user] = x->unext;
+		if (x->unext == NONE && e->users[t->user].dtail != d)
 			return -EUCLEAN;
 		slot = token_find(e, t->user, token_hash(t->user, t->token), t->token, &found);
-		if (!found || slot != e->dead[at])
+		if (!found || slot != x->slot)
 			return -EUCLEAN;
-		if (++at == e->max_tokens)
-			at = 0;
 	}
-	return 0;
+	if (k != e->n_dead || e->dead_tail != prev)
+		return -EUCLEAN;
+	for (uint32_t u = 1; u <= e->n_users; u++) {
+		if (cursor[u] != NONE || (e->users[u].dhead == NONE) != (e->users[u].dtail == NONE))
+			return -EUCLEAN;
+	}
+	for (uint32_t d = e->dead_free; d != NONE; d = e->dead[d].slot) {
+		if (d >= e->max_tokens || ++free > e->max_tokens - e->n_dead)
+			return -EUCLEAN;
+	}
+	return free == e->max_tokens - e->n_dead ? 0 : -EUCLEAN;
+}
+
+/* Each user's count of remembered tokens: its open orders' (one live token
+ * each) and its dead ones. cursor: n_users + 1 scratch. */
+static int verify_user_tokens(const struct engine *e, uint32_t *cursor)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t u = 1; u <= e->n_users; u++)
+		cursor[u] = 0;
+	for (uint32_t d = e->dead_head; d != NONE; d = e->dead[d].next)
+		cursor[e->tokens[e->dead[d].slot].user]++;
+	for (uint32_t u = 1; u <= e->n_users; u++) {
+		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext)
+			cursor[u]++;
+		if (cursor[u] != e->users[u].n_tok)
+			return -EUCLEAN;
+		sum += cursor[u];
+	}
+	return sum == e->n_tokens ? 0 : -EUCLEAN;
 }
 
 int engine_verify(const struct engine *e)
 {
 	uint64_t hash = 0;
-	uint32_t count = 0, listed = 0;
+	uint32_t count = 0, listed = 0, *cursor;
+	int r;
 
 	for (uint32_t sym = 0; sym < e->n_symbols; sym++) {
 		for (int side = 0; side < 2; side++) {
@@ -559,8 +652,17 @@ int engine_verify(const struct engine *e)
 			return -EUCLEAN;
 	}
 	if (count != e->orders_open || listed != count || hash != e->book_hash ||
-	    verify_dead(e) != 0 || e->n_tokens != e->n_dead + count)
+	    e->n_tokens != e->n_dead + count)
 		return -EUCLEAN;
+	cursor = malloc(((size_t)e->n_users + 1) * sizeof(*cursor));
+	if (!cursor)
+		return -ENOMEM;
+	r = verify_dead(e, cursor);
+	if (!r)
+		r = verify_user_tokens(e, cursor);
+	free(cursor);
+	if (r)
+		return r;
 	/* the day: nothing rests while the market is closed */
 	if (e->day == 0 || e->day_base == 0 || (e->closed && count != 0))
 		return -EUCLEAN;
@@ -616,6 +718,7 @@ static int alloc_tables(struct engine *e, const struct engine_config *cfg)
 		e->levels[i].next_free = i + 1 < n_levels ? (uint32_t)i + 1 : NONE;
 	e->order_free = 0;
 	e->level_free = 0;
+	dead_pool_reset(e);
 	return engine_risk_alloc(e, cfg);
 }
 
@@ -652,6 +755,7 @@ int engine_create(struct engine **out, const struct engine_config *cfg)
 	e->max_shares = cfg->max_shares;
 	e->max_orders = cfg->max_orders;
 	e->max_tokens = cfg->max_tokens;
+	e->max_user_tokens = cfg->max_user_tokens;
 	e->max_levels = cfg->max_levels;
 	e->max_users = cfg->max_users ? cfg->max_users : DEFAULT_MAX_USERS;
 	e->next_ref = ((uint64_t)cfg->partition << 48) + 1;

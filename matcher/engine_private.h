@@ -18,11 +18,18 @@
  *  - tokens: an open-addressing table (linear probing) of (user, token) ->
  *    order: the live orders' tokens and the most recently dead ones, at most
  *    max_tokens in all. A dead token (its order canceled, filled, replaced,
- *    or its Enter rejected) joins the `dead` ring, oldest first; when the
- *    table is full the oldest dead token is forgotten (deleted by backward
- *    shift), so the table never fills and a day of any length runs in the
- *    memory the config gives. A slot moves only when a deletion shifts it,
- *    and then its order's `tok` or its ring entry follows it.
+ *    or its Enter rejected) takes an entry of the `dead` pool (max_tokens
+ *    entries, a free list), linked at the end of two lists, oldest first:
+ *    the global one (doubly linked) and its user's (singly: a user's oldest
+ *    dead token is always the first of its list, whichever way it goes).
+ *    When the table is full the globally oldest dead token is forgotten;
+ *    when a user holds max_user_tokens, its own oldest (taken out of the
+ *    middle of the global list). Forgetting deletes by backward shift, so
+ *    the table never fills and a day of any length runs in the memory the
+ *    config gives. A slot moves only when a deletion shifts it, and then its
+ *    order's `tok` or its dead entry's `slot` follows it; dead entries never
+ *    move, so the lists need no mending. Each user counts its remembered
+ *    tokens (n_tok: live and dead).
  *  - users and symbols: small open-addressing tables.
  *  - expiry: a binary min-heap of orders with a TIF in seconds, keyed by
  *    (expiry time, order reference number); each order knows its position.
@@ -84,14 +91,21 @@ struct lvl_ent {
 	uint32_t level;
 };
 
-/* token_slot.order of a dead token: TOKEN_DEAD | its place in the dead ring */
+/* token_slot.order of a dead token: TOKEN_DEAD | its entry in the dead pool */
 #define TOKEN_DEAD 0x80000000u
 
 struct token_slot {
 	char token[OUCH_TOKEN_LEN]; /* NUL-padded, not terminated */
 	uint16_t fp; /* fingerprint: bits of the hash */
 	uint32_t user; /* 0: empty slot */
-	uint32_t order; /* the live order, or TOKEN_DEAD | dead ring index */
+	uint32_t order; /* the live order, or TOKEN_DEAD | dead pool entry */
+};
+
+/* A dead token remembered: an entry of the dead pool. */
+struct dead_ent {
+	uint32_t slot; /* its token slot; when free, the next free entry */
+	uint32_t next, prev; /* the global list: younger, older (NONE at the ends) */
+	uint32_t unext; /* its user's list: younger */
 };
 
 /* One layer pair of limits (engine.h, Pre-trade risk): the configuration's
@@ -120,6 +134,8 @@ struct user {
 	uint32_t open; /* resting orders */
 	risk_sum notional; /* their open shares x price */
 	uint32_t fname, fid; /* the firm (packed, id) of its last Enter */
+	uint32_t n_tok; /* tokens remembered: live and dead */
+	uint32_t dhead, dtail; /* its dead tokens' entries, oldest first; NONE: none */
 };
 
 /* A user named by limits or a kill switch (configuration or tape). */
@@ -162,8 +178,10 @@ struct engine {
 
 	struct token_slot *tokens;
 	uint32_t token_cap, n_tokens;
-	uint32_t *dead; /* ring of max_tokens slots: dead tokens, oldest first */
-	uint32_t dead_head, n_dead;
+	uint32_t max_user_tokens; /* 0: no per-user quota */
+	struct dead_ent *dead; /* pool of max_tokens entries: the dead tokens */
+	uint32_t dead_head, dead_tail; /* the global list, oldest first; NONE: empty */
+	uint32_t dead_free, n_dead; /* free entries' list; dead tokens remembered */
 
 	struct user *users; /* [0] unused */
 	uint32_t *user_slots; /* user id, 0 empty */
@@ -298,16 +316,32 @@ static inline int token_live(const struct token_slot *t)
 	return !(t->order & TOKEN_DEAD);
 }
 
-/* The token in `slot` is dead from now on: the newest in the dead ring. */
+/* The token in `slot` is dead from now on: the newest in the global list
+ * and in its user's. The pool has a free entry: there are at most
+ * max_tokens tokens and this one was not dead. */
 static inline void token_kill(struct engine *e, uint32_t slot)
 {
-	uint32_t at = e->dead_head + e->n_dead;
+	uint32_t d = e->dead_free;
+	struct dead_ent *x = &e->dead[d];
+	struct user *u = &e->users[e->tokens[slot].user];
 
-	if (at >= e->max_tokens)
-		at -= e->max_tokens;
-	e->dead[at] = slot;
+	e->dead_free = x->slot;
+	x->slot = slot;
+	x->next = NONE;
+	x->prev = e->dead_tail;
+	x->unext = NONE;
+	if (e->dead_tail != NONE)
+		e->dead[e->dead_tail].next = d;
+	else
+		e->dead_head = d;
+	e->dead_tail = d;
+	if (u->dtail != NONE)
+		e->dead[u->dtail].unext = d;
+	else
+		u->dhead = d;
+	u->dtail = d;
 	e->n_dead++;
-	e->tokens[slot].order = TOKEN_DEAD | at;
+	e->tokens[slot].order = TOKEN_DEAD | d;
 }
 
 /* Fills the empty slot that token_find() gave: with a live order, or with
@@ -322,6 +356,7 @@ static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, 
 	t->user = user;
 	t->order = order;
 	e->n_tokens++;
+	e->users[user].n_tok++;
 	if (order == NONE)
 		token_kill(e, slot);
 }
@@ -331,9 +366,22 @@ static inline void token_insert(struct engine *e, uint32_t slot, uint32_t user, 
  * this call may have moved. */
 void engine_book_token_room(struct engine *e);
 
+/* Before a command that may add a token of user (id, not 0): while the user
+ * holds max_user_tokens or more, its oldest dead token is forgotten. 0 when
+ * the user may add one, -1 when its quota is full of live tokens (the
+ * command is then Rejected 'q'). Slots found before this call may have
+ * moved. */
+int engine_book_user_token_room_slow(struct engine *e, uint32_t user);
+static inline int engine_book_user_token_room(struct engine *e, uint32_t user)
+{
+	if (e->max_user_tokens == 0 || e->users[user].n_tok < e->max_user_tokens)
+		return 0;
+	return engine_book_user_token_room_slow(e, user);
+}
+
 /* At a START_OF_DAY: forgets every token (all dead: no order rests while
- * closed), clearing their slots through the dead ring, so O(tokens of the
- * day) and not of the table's size. */
+ * closed), clearing their slots through the dead list, so O(tokens of the
+ * day + users) and not of the table's size. */
 void engine_book_tokens_forget_all(struct engine *e);
 
 /* --- risk aggregates (inline: every rest, fill and cancel) ---------------- */

@@ -19,7 +19,8 @@
  *     come out identical),
  *   tokens: { u32 user, u32 live, char token[14], u16 pad } each: the live
  *     ones user by user (id order), each user's in entry order, then the
- *     dead ones oldest first (the order in which they will be forgotten),
+ *     dead ones oldest first (the order in which the table forgets them;
+ *     each user's, filtered, the order its quota forgets them),
  *   version 4: the risk part: struct snap_risk (the rest of struct
  *     engine_stats, the table sizes, the tape's "*" limits, the risk hash),
  *     then every firm (id order: the reader creates them in this order, so
@@ -37,7 +38,8 @@
  *     written: the reader recomputes them as it books the orders. */
 #define ENGINE_SNAP_MAGIC 0x4e45534cu /* "LSEN" */
 /* 2: dead tokens in age order, tokens_forgotten; 3: the trading day; 4:
- * pre-trade risk. A version 3 file still loads with no tape risk state
+ * pre-trade risk (and the per-user token quota's counters, the last two of
+ * struct engine_stats). A version 3 file still loads with no tape risk state
  * (it was written before an Admin could be applied) and each firm's orders
  * listed user by user (users in id order, each user's in entry order). */
 #define ENGINE_SNAP_VERSION 4u
@@ -185,7 +187,7 @@ static int snap_put_token(struct snap_out *out, struct snap_token *tb, const str
 static int snap_write_tokens(const struct engine *e, struct snap_out *out)
 {
 	struct snap_token tb[SNAP_CHUNK];
-	uint32_t at = e->dead_head;
+	uint32_t ahead = e->dead_head;
 	int r;
 
 	uint32_t live = 0;
@@ -198,15 +200,18 @@ static int snap_write_tokens(const struct engine *e, struct snap_out *out)
 				return r;
 	if (live + e->n_dead != e->n_tokens)
 		return -EPROTO; /* a live token without its order: a bug */
-	for (uint32_t k = 0; k < e->n_dead; k++) {
-		/* the dead ring's slots are all over the table: fetch ahead */
-		if (k + SNAP_PREFETCH < e->n_dead)
-			__builtin_prefetch(
-				&e->tokens[e->dead[(at + SNAP_PREFETCH) % e->max_tokens]]);
-		if ((r = snap_put_token(out, tb, &e->tokens[e->dead[at]])) < 0)
+	/* the global list: each user's dead ones come out in its own order, so
+	 * the reader's token_kill() rebuilds the per-user lists too */
+	for (uint32_t k = 0; k < SNAP_PREFETCH && ahead != NONE; k++)
+		ahead = e->dead[ahead].next;
+	for (uint32_t d = e->dead_head; d != NONE; d = e->dead[d].next) {
+		/* the dead tokens' slots are all over the table: fetch ahead */
+		if (ahead != NONE) {
+			__builtin_prefetch(&e->tokens[e->dead[ahead].slot]);
+			ahead = e->dead[ahead].next;
+		}
+		if ((r = snap_put_token(out, tb, &e->tokens[e->dead[d].slot])) < 0)
 			return r;
-		if (++at == e->max_tokens)
-			at = 0;
 	}
 	return chunk_flush(out, tb, sizeof(tb[0]));
 }

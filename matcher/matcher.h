@@ -19,7 +19,7 @@ struct matcher_config {
 	uint64_t partition;
 	char symbols[512];
 	char risk_file[256]; /* pre-trade limits and reference prices (risk.h), "": none */
-	uint64_t max_shares, max_orders, max_tokens, max_levels;
+	uint64_t max_shares, max_orders, max_tokens, max_levels, max_user_tokens;
 	uint64_t ring; /* exec blocks kept for retransmission */
 	uint64_t rcvbuf, sndbuf;
 	uint64_t heartbeat_ns, retrans_wait_ns, retrans_wait_max_ns, request_delay_ns;

@@ -99,6 +99,21 @@ static void setup(void)
 	setup_with(1024, 4096, 64, 0);
 }
 
+/* An engine like setup_with's with a per-user token quota. */
+static void setup_quota(uint32_t max_orders, uint32_t max_tokens, uint32_t max_user_tokens)
+{
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = max_orders,
+		.max_tokens = max_tokens, .max_levels = 16, .max_user_tokens = max_user_tokens,
+	};
+
+	ck_assert_int_eq(engine_create(&E, &cfg), 0);
+	memset(&C, 0, sizeof(C));
+	C.store = 1;
+	T = T0;
+	SEQ = 0;
+}
+
 static void teardown(void)
 {
 	ck_assert_int_eq(engine_verify(E), 0);
@@ -1100,6 +1115,121 @@ START_TEST(tokens_bounded)
 }
 END_TEST
 
+/* Issue 17: a user churning orders through a table of 64 tokens. Without a
+ * quota it makes the engine forget another user's dead tokens; with a
+ * quota of 4 it forgets only its own oldest, and the other's stay
+ * duplicates. */
+static void churn(const char *user, uint32_t n)
+{
+	char tok[OUCH_TOKEN_LEN + 1];
+
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(tok, sizeof(tok), "c%u", i);
+		apply(lim(user, "F1", tok, 'B', 100, P(9, 0)));
+		accepted(0, user, tok);
+		apply(cxl(user, tok, 0));
+		canceled(0, user, tok, 100, OUCH_CXL_USER);
+	}
+}
+
+START_TEST(user_token_quota_forgets_own)
+{
+	/* without a quota: u1's churn forgets u2's x1 */
+	engine_destroy(E);
+	setup_quota(16, 64, 0);
+	rest(lim("u2", "F2", "x1", 'S', 100, P(10, 0)));
+	apply(cxl("u2", "x1", 0));
+	churn("u1", 100);
+	ck_assert_uint_gt(stats().tokens_forgotten, 0);
+	apply(lim("u2", "F2", "x1", 'S', 100, P(10, 0)));
+	accepted(0, "u2", "x1");
+	ck_assert_int_eq(engine_verify(E), 0);
+	engine_destroy(E);
+	free(C.v);
+
+	/* with a quota of 4: u1 forgets its own, u2's are remembered */
+	setup_quota(16, 64, 4);
+	rest(lim("u2", "F2", "x1", 'S', 100, P(10, 0)));
+	apply(cxl("u2", "x1", 0));
+	rest(lim("u2", "F2", "x2", 'S', 100, P(10, 0)));
+	apply(cxl("u2", "x2", 0));
+	churn("u1", 100);
+	ck_assert_uint_eq(stats().tokens_forgotten, 0);
+	ck_assert_uint_eq(stats().user_tokens_forgotten, 96);
+	ck_assert_uint_eq(stats().tokens, 2 + 4);
+	ck_assert_int_eq(engine_verify(E), 0);
+	/* u2's old dead tokens are still duplicates */
+	apply(lim("u2", "F2", "x1", 'S', 100, P(10, 0)));
+	n_msgs(0);
+	apply(lim("u2", "F2", "x2", 'S', 100, P(10, 0)));
+	n_msgs(0);
+	ck_assert_uint_eq(stats().ignored_duplicates, 2);
+	/* u1's oldest is forgotten: c0 is new again (room for it forgets c96) */
+	apply(lim("u1", "F1", "c0", 'B', 100, P(9, 0)));
+	accepted(0, "u1", "c0");
+	ck_assert_uint_eq(stats().user_tokens_forgotten, 97);
+	/* its most recent dead one is still a duplicate (room made first: c97
+	 * goes) */
+	apply(lim("u1", "F1", "c99", 'B', 100, P(9, 0)));
+	n_msgs(0);
+	ck_assert_uint_eq(stats().ignored_duplicates, 3);
+	ck_assert_uint_eq(stats().user_tokens_forgotten, 98);
+	apply(lim("u1", "F1", "c97", 'B', 100, P(9, 0)));
+	accepted(0, "u1", "c97");
+	ck_assert_uint_eq(stats().user_token_quota, 0);
+	ck_assert_int_eq(engine_verify(E), 0);
+}
+END_TEST
+
+/* A user whose quota is all live tokens gets 'q' (its token not consumed);
+ * a Replace then is Rejected 'q' under the replacement token and the order
+ * stays; a duplicate is still ignored; once one dies there is room. */
+START_TEST(user_token_quota_all_live)
+{
+	engine_destroy(E);
+	setup_quota(16, 64, 3);
+	rest(lim("u3", "F3", "q1", 'S', 100, P(10, 0)));
+	rest(lim("u3", "F3", "q2", 'S', 100, P(10, 1)));
+	rest(lim("u3", "F3", "q3", 'S', 100, P(10, 2)));
+	apply(lim("u3", "F3", "q4", 'S', 100, P(10, 3)));
+	rejected(0, "u3", "q4", OUCH_REJ_OPEN_QUOTA);
+	ck_assert_uint_eq(stats().user_token_quota, 1);
+	ck_assert_uint_eq(stats().risk_rejects, 0);
+	ck_assert_uint_eq(stats().tokens, 3);
+	/* not consumed: the same again is rejected again, not ignored */
+	apply(lim("u3", "F3", "q4", 'S', 100, P(10, 3)));
+	rejected(0, "u3", "q4", OUCH_REJ_OPEN_QUOTA);
+	/* another rejection (unknown symbol) takes precedence, and consumes
+	 * nothing either */
+	apply(enter_full("u3", "F3", "q5", 'S', 100, "NOPE", P(10, 3), OUCH_TIF_SYSTEM_HOURS,
+			 'Y', 0));
+	rejected(0, "u3", "q5", OUCH_REJ_INVALID_STOCK);
+	ck_assert_uint_eq(stats().tokens, 3);
+	/* a live duplicate is ignored, not rejected */
+	apply(lim("u3", "F3", "q2", 'S', 100, P(10, 3)));
+	n_msgs(0);
+	/* Replace: Rejected under the replacement token, the order untouched */
+	apply(replace("u3", "q2", "q6", 50, P(10, 1), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	rejected(0, "u3", "q6", OUCH_REJ_OPEN_QUOTA);
+	ck_assert_uint_eq(stats().user_token_quota, 3);
+	ck_assert_uint_eq(stats().orders_open, 3);
+	/* other users are not limited by u3's quota */
+	rest(lim("u4", "F4", "q4", 'B', 100, P(9, 0)));
+	/* once q1 dies, q4 takes its place (q1 forgotten) */
+	apply(cxl("u3", "q1", 0));
+	canceled(0, "u3", "q1", 100, OUCH_CXL_USER);
+	rest(lim("u3", "F3", "q4", 'S', 100, P(10, 3)));
+	ck_assert_uint_eq(stats().user_tokens_forgotten, 1);
+	apply(lim("u3", "F3", "q1", 'S', 100, P(10, 4)));
+	rejected(0, "u3", "q1", OUCH_REJ_OPEN_QUOTA);
+	/* and the replace goes through once there is a dead token to forget */
+	apply(cxl("u3", "q3", 0));
+	apply(replace("u3", "q2", "q6", 50, P(10, 1), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	replaced(0, "u3", "q6", "q2", 50, P(10, 1));
+	ck_assert_int_eq(engine_verify(E), 0);
+}
+END_TEST
+
 START_TEST(bad_config)
 {
 	struct engine *e = (struct engine *)&C;
@@ -1727,13 +1857,15 @@ static struct rcmd *gen_tape(size_t n, uint64_t seed)
 	return v;
 }
 
+static uint32_t r_user_tokens; /* rengine_with's max_user_tokens */
+
 static struct engine *rengine_with(uint32_t max_orders, uint32_t max_tokens)
 {
 	struct engine *e;
 	struct engine_config cfg = {
 		.symbols = rsyms, .n_symbols = R_SYMS, .max_shares = 1000000,
 		.max_orders = max_orders, .max_tokens = max_tokens, .max_levels = 256,
-		.max_users = 1024,
+		.max_users = 1024, .max_user_tokens = r_user_tokens,
 	};
 
 	ck_assert_int_eq(engine_create(&e, &cfg), 0);
@@ -2011,13 +2143,13 @@ static void round_trip(uint32_t max_orders, uint32_t max_tokens)
 
 /* A version 4 stream made into version 3's (the risk part and the firms'
  * lists cut out): the layout of engine_snapshot.c, where the risk part,
- * between the tokens and the orders, is struct snap_risk (10
+ * between the tokens and the orders, is struct snap_risk (12
  * u64 of counters, 2 u32, 2 risk_limits of 32 bytes, a u64), a snap_firm
  * (2 u32 and a risk_limits) per firm, a snap_ulim (48 bytes) per named
  * user, a u32 per symbol; after the orders (72 bytes each) and the users'
  * lists, per firm and for no firm 2 u32 and the order indices. Only an engine that never saw an Admin can be written so,
  * and the version 3 reader takes it with no risk state. */
-#define SNAP_RISK_LEN (10 * 8 + 2 * 4 + 2 * 32 + 8)
+#define SNAP_RISK_LEN (12 * 8 + 2 * 4 + 2 * 32 + 8) /* struct snap_risk */
 #define SNAP_ORDER_LEN 72 /* struct snap_order */
 static void snap_to_v3(struct membuf *mb, const struct engine *e, uint32_t n_symbols)
 {
@@ -2171,6 +2303,108 @@ START_TEST(snapshot_round_trip_forgetting)
 	engine_destroy(e);
 	free(v);
 	round_trip(4096, 6000);
+}
+END_TEST
+
+/* A snapshot keeps each user's dead tokens in order: write, read, write
+ * gives the same bytes, and both engines forget the same tokens after. */
+START_TEST(user_token_quota_snapshot)
+{
+	struct engine_config cfg = {
+		.symbols = syms, .n_symbols = 3, .max_shares = 1000000, .max_orders = 16,
+		.max_tokens = 64, .max_levels = 16, .max_user_tokens = 5,
+	};
+	struct membuf mb = { 0 }, again = { 0 };
+	struct engine *a, *b;
+	const char *users[] = { "u1", "u2", "u3" };
+	char tok[OUCH_TOKEN_LEN + 1];
+	struct engine_stats sa, sb;
+
+	engine_destroy(E);
+	setup_quota(16, 64, 5);
+	a = E;
+	for (uint32_t i = 0; i < 40; i++) {
+		const char *u = users[i % 3];
+
+		snprintf(tok, sizeof(tok), "s%u", i);
+		apply(lim(u, "F1", tok, 'B', 100, P(9, 0)));
+		if (i % 4 != 0)
+			apply(cxl(u, tok, 0));
+	}
+	ck_assert_uint_gt(stats().user_tokens_forgotten, 0);
+	ck_assert_int_eq(engine_snapshot_write(a, mem_write, &mb), 0);
+	ck_assert_int_eq(engine_create(&b, &cfg), 0);
+	ck_assert_int_eq(engine_snapshot_read(b, mem_read, &mb), 0);
+	ck_assert_int_eq(engine_verify(b), 0);
+	ck_assert_uint_eq(engine_hash(b), engine_hash(a));
+	ck_assert_int_eq(engine_snapshot_write(b, mem_write, &again), 0);
+	ck_assert_uint_eq(again.len, mb.len);
+	ck_assert_int_eq(memcmp(again.p, mb.p, mb.len), 0);
+	/* the same later behaviour: every old token tried again on both */
+	for (uint32_t i = 0; i < 40; i++) {
+		struct engine_cmd c;
+		struct cap ca = { .store = 1 }, cb = { .store = 1 };
+
+		snprintf(tok, sizeof(tok), "s%u", i);
+		c = lim(users[(i * 7) % 3], "F1", tok, 'S', 100, P(10, 0));
+		engine_apply(a, 100 + i, T0, &c, capture, &ca);
+		engine_apply(b, 100 + i, T0, &c, capture, &cb);
+		ck_assert_uint_eq(ca.n, cb.n);
+		ck_assert(ca.n == 0 || memcmp(ca.v, cb.v, ca.n * sizeof(*ca.v)) == 0);
+		free(ca.v);
+		free(cb.v);
+	}
+	ck_assert_uint_eq(engine_hash(b), engine_hash(a));
+	engine_get_stats(a, &sa);
+	engine_get_stats(b, &sb);
+	ck_assert_int_eq(memcmp(&sa, &sb, sizeof(sa)), 0);
+	ck_assert_int_eq(engine_verify(a), 0);
+	ck_assert_int_eq(engine_verify(b), 0);
+	engine_destroy(b);
+	free(mb.p);
+	free(again.p);
+}
+END_TEST
+
+/* A small per-user quota on the random tape: engine_verify (the per-user
+ * counts and lists) passes throughout, two engines agree message for
+ * message, users are Rejected 'q' and forget their own tokens, and a
+ * snapshot mid-tape round-trips (also under global forgetting). */
+START_TEST(user_token_quota_random_tape)
+{
+	const size_t n = 60000;
+	struct rcmd *v = gen_tape(n, 0x17171717ull);
+	struct engine *e1, *e2;
+	struct cap c1 = { 0 }, c2 = { 0 };
+	struct engine_stats s1, s2;
+	uint64_t d1, d2;
+
+	r_user_tokens = 48;
+	e1 = rengine();
+	e2 = rengine();
+	d1 = run_tape(e1, v, n, &c1, 2000);
+	d2 = run_tape(e2, v, n, &c2, 0);
+	ck_assert_uint_eq(d1, d2);
+	ck_assert_uint_eq(c1.total, c2.total);
+	ck_assert_uint_eq(engine_hash(e1), engine_hash(e2));
+	ck_assert_int_eq(engine_verify(e1), 0);
+	ck_assert_int_eq(engine_verify(e2), 0);
+	engine_get_stats(e1, &s1);
+	engine_get_stats(e2, &s2);
+	ck_assert_int_eq(memcmp(&s1, &s2, sizeof(s1)), 0);
+	printf("quota tape: %llu user tokens forgotten, %llu rejected 'q', %llu forgotten globally\n",
+	       (unsigned long long)s1.user_tokens_forgotten, (unsigned long long)s1.user_token_quota,
+	       (unsigned long long)s1.tokens_forgotten);
+	ck_assert_uint_gt(s1.user_tokens_forgotten, 1000);
+	ck_assert_uint_gt(s1.user_token_quota, 0);
+	engine_destroy(e1);
+	engine_destroy(e2);
+	free(c1.v);
+	free(c2.v);
+	free(v);
+	round_trip(1u << 16, 1u << 19);
+	round_trip(1024, 1500); /* the table forgets too */
+	r_user_tokens = 0;
 }
 END_TEST
 
@@ -2407,6 +2641,9 @@ int main(void)
 	tcase_add_test(tc, day_in_hash);
 	tcase_add_test(tc, pool_exhaustion);
 	tcase_add_test(tc, tokens_bounded);
+	tcase_add_test(tc, user_token_quota_forgets_own);
+	tcase_add_test(tc, user_token_quota_all_live);
+	tcase_add_test(tc, user_token_quota_snapshot);
 	tcase_add_test(tc, bad_config);
 	tcase_add_test(tc, risk_limits_each_reason);
 	tcase_add_test(tc, risk_precedence);
@@ -2426,6 +2663,7 @@ int main(void)
 	tcase_add_test(tr, snapshot_million_orders);
 	tcase_add_test(tr, snapshot_dead_tokens);
 	tcase_add_test(tr, risk_random_tape);
+	tcase_add_test(tr, user_token_quota_random_tape);
 	suite_add_tcase(s, tr);
 	return testutil_run(s, 0);
 }
