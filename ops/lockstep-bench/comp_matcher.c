@@ -340,6 +340,7 @@ int comp_matcher_run(void)
 		return 1;
 	}
 	ec.risk = risk;
+	ec.max_user_tokens = opt.max_user_tokens;
 	r = engine_create(&e, &ec);
 	free(risk);
 	if (r < 0) {

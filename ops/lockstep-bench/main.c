@@ -110,7 +110,8 @@ static void usage(FILE *f)
 	      "                           over a book of --resting N orders far from the\n"
 	      "                           market (default 0: the cost per event of a deep book),\n"
 	      "                           with --risk-file FILE's pre-trade limits (the\n"
-	      "                           matcher's risk_file: every order checked)\n"
+	      "                           matcher's risk_file: every order checked) and\n"
+	      "                           --max-user-tokens N (the matcher's; default 0: off)\n"
 	      "  sequencer                libsequencer in a thread fed by --streams K synthetic\n"
 	      "                           gateway streams of --batch B commands per datagram of\n"
 	      "                           --datagram BYTES (default: as many as fit in 1472)\n"
@@ -129,7 +130,8 @@ static void usage(FILE *f)
 
 enum {
 	O_MAX = 256, O_DURATION, O_WARMUP, O_MIX, O_DEPTH, O_CLUSTER, O_PIDS, O_BASELINE, O_SPIN,
-	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING, O_RISK_FILE, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
+	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING,
+	O_MAX_USER_TOKENS, O_RISK_FILE, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
 	O_ECHO, O_AUTH, O_FSYNC, O_FLOOD,
 };
 
@@ -153,6 +155,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		{ "journal", required_argument, NULL, O_JOURNAL },
 		{ "events", required_argument, NULL, O_EVENTS },
 		{ "resting", required_argument, NULL, O_RESTING },
+		{ "max-user-tokens", required_argument, NULL, O_MAX_USER_TOKENS },
 		{ "risk-file", required_argument, NULL, O_RISK_FILE },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "streams", required_argument, NULL, O_STREAMS },
@@ -202,6 +205,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		case O_JOURNAL: opt.journal = optarg; break;
 		case O_EVENTS: opt.events = strtoull(optarg, NULL, 10); break;
 		case O_RESTING: opt.resting = strtoull(optarg, NULL, 10); break;
+		case O_MAX_USER_TOKENS: opt.max_user_tokens = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case O_RISK_FILE: opt.risk_file = optarg; break;
 		case O_BATCH: opt.batch = (unsigned)atoi(optarg); break;
 		case O_STREAMS: opt.streams = (unsigned)atoi(optarg); break;
