@@ -788,9 +788,12 @@ uint64_t engine_hash(const struct engine *e)
 	/* Day 1, open, hashes as before days existed, so that a replica of this
 	 * version agrees with an older one at checkpoints until the first
 	 * DayEvent (which the older one cannot apply) during a rolling upgrade;
-	 * so does risk until the configuration has some or an Admin applies
-	 * (until then no check runs and reference prices change nothing). */
-	size_t n = e->risk_on ? 11 : e->day == 1 && e->day_base == 1 && !e->closed ? 6 : 9;
+	 * so does risk until the configuration has some (a per-user token
+	 * quota included) or an Admin applies (until then no check runs and
+	 * reference prices change nothing). */
+	size_t n = e->risk_on || e->max_user_tokens ? 11
+		   : e->day == 1 && e->day_base == 1 && !e->closed ? 6
+								     : 9;
 
 	return XXH3_64bits(s, n * sizeof(s[0]));
 }

@@ -48,7 +48,9 @@
  *      Rejected 'q' (OUCH_REJ_OPEN_QUOTA, counted in user_token_quota, not
  *      in risk_rejects) after the risk checks and before pools; its token
  *      is not consumed (nor is an Enter's Rejected then for another
- *      reason), and a Replace leaves the existing order as it was.
+ *      reason), and a Replace leaves the existing order as it was. The
+ *      quota is part of the state hash (with the configuration's risk
+ *      layer): replicas must share it.
  *  - Replace (OUCH 4.2): if the existing order is not live, or the replacement
  *    token was already used, the Replace is silently ignored (ignored_dead or
  *    ignored_duplicates). If the existing order is live but the replace is

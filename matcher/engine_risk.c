@@ -328,6 +328,14 @@ uint64_t engine_risk_ref_item(uint64_t sym_name, uint32_t price)
 	return price ? XXH3_64bits_withSeed(v, sizeof(v), 'R') : 0;
 }
 
+/* The per-user token quota's part of cfg_hash: it changes which orders are
+ * taken, as limits do, so a replica configured otherwise hashes otherwise. */
+static uint64_t quota_item(uint32_t max_user_tokens)
+{
+	return max_user_tokens ? XXH3_64bits_withSeed(&max_user_tokens, sizeof(max_user_tokens), 'Q')
+			       : 0;
+}
+
 /* The configuration layer of one name, for cfg_hash. */
 static uint64_t cfg_item(uint32_t scope, uint64_t name, const struct rlim *r)
 {
@@ -523,6 +531,7 @@ int engine_risk_configure(struct engine *e, const struct engine_config *cfg)
 	}
 	e->risk_on = e->risk_cfg;
 	e->cfg_hash = hash_all(e, 1);
+	e->cfg_hash ^= quota_item(cfg->max_user_tokens);
 	return 0;
 }
 
@@ -626,7 +635,8 @@ int engine_risk_verify(const struct engine *e)
 			   : engine_book_user_find(e, e->ulims[k].name) != 0)
 			return -EUCLEAN;
 	}
-	if (listed != e->orders_open || hash_all(e, 0) != e->risk_hash || hash_all(e, 1) != e->cfg_hash)
+	if (listed != e->orders_open || hash_all(e, 0) != e->risk_hash ||
+	    (hash_all(e, 1) ^ quota_item(e->max_user_tokens)) != e->cfg_hash)
 		return -EUCLEAN;
 	return 0;
 }
