@@ -407,7 +407,6 @@ uint32_t engine_book_order_alloc(struct engine *e, uint32_t user, uint32_t firm)
 	uint32_t oi = e->order_free;
 	struct order *o = &e->orders[oi];
 	struct user *u = &e->users[user];
-	struct firm *f = &e->firms[firm];
 
 	e->order_free = o->next;
 	memset(o, 0, sizeof(*o));
@@ -422,12 +421,7 @@ uint32_t engine_book_order_alloc(struct engine *e, uint32_t user, uint32_t firm)
 	u->tail = oi;
 	o->firm = firm;
 	o->fnext = NONE;
-	o->fprev = f->tail;
-	if (f->tail != NONE)
-		e->orders[f->tail].fnext = oi;
-	else
-		f->head = oi;
-	f->tail = oi;
+	engine_firm_append(e, oi);
 	e->orders_open++;
 	return oi;
 }

@@ -384,6 +384,20 @@ static inline int engine_book_user_token_room(struct engine *e, uint32_t user)
  * day + users) and not of the table's size. */
 void engine_book_tokens_forget_all(struct engine *e);
 
+/* Order oi (its firm set, fnext NONE) at the end of its firm's list. */
+static inline void engine_firm_append(struct engine *e, uint32_t oi)
+{
+	struct order *o = &e->orders[oi];
+	struct firm *f = &e->firms[o->firm];
+
+	o->fprev = f->tail;
+	if (f->tail != NONE)
+		e->orders[f->tail].fnext = oi;
+	else
+		f->head = oi;
+	f->tail = oi;
+}
+
 /* --- risk aggregates (inline: every rest, fill and cancel) ---------------- */
 
 /* Order o starts resting. */

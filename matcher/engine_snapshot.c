@@ -273,10 +273,25 @@ static int snap_write_orders(const struct engine *e, struct snap_out *out, uint3
 	return chunk_flush(out, ob, sizeof(ob[0]));
 }
 
+/* The ranks of a list of orders (a user's, through unext, or a firm's,
+ * through fnext), in its order. */
+static int snap_write_ranks(const struct engine *e, struct snap_out *out, const uint32_t *rank,
+			    uint32_t head, int firm)
+{
+	uint32_t buf[SNAP_CHUNK];
+	int r;
+
+	for (uint32_t oi = head; oi != NONE; oi = firm ? e->orders[oi].fnext : e->orders[oi].unext) {
+		buf[out->n] = rank[oi];
+		if ((r = chunk_add(out, buf, sizeof(buf[0]))) < 0)
+			return r;
+	}
+	return chunk_flush(out, buf, sizeof(buf[0]));
+}
+
 /* Per user: the count, then the ranks of its orders in entry order. */
 static int snap_write_users(const struct engine *e, struct snap_out *out, const uint32_t *rank)
 {
-	uint32_t buf[SNAP_CHUNK];
 	int r;
 
 	for (uint32_t u = 1; u <= e->n_users; u++) {
@@ -284,14 +299,8 @@ static int snap_write_users(const struct engine *e, struct snap_out *out, const 
 
 		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext)
 			cnt++;
-		if ((r = out->fn(out->ctx, &cnt, sizeof(cnt))) < 0)
-			return r;
-		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext) {
-			buf[out->n] = rank[oi];
-			if ((r = chunk_add(out, buf, sizeof(buf[0]))) < 0)
-				return r;
-		}
-		if ((r = chunk_flush(out, buf, sizeof(buf[0]))) < 0)
+		if ((r = out->fn(out->ctx, &cnt, sizeof(cnt))) < 0 ||
+		    (r = snap_write_ranks(e, out, rank, e->users[u].head, 0)) < 0)
 			return r;
 	}
 	return 0;
@@ -335,20 +344,13 @@ static int snap_write_risk(const struct engine *e, struct snap_out *out)
 /* Per firm (none, then id order): its name, count and order ranks. */
 static int snap_write_firms(const struct engine *e, struct snap_out *out, const uint32_t *rank)
 {
-	uint32_t buf[SNAP_CHUNK];
 	int r;
 
 	for (uint32_t f = 0; f <= e->n_firms; f++) {
 		uint32_t head[2] = { e->firms[f].name, e->firms[f].open };
 
-		if ((r = out->fn(out->ctx, head, sizeof(head))) < 0)
-			return r;
-		for (uint32_t oi = e->firms[f].head; oi != NONE; oi = e->orders[oi].fnext) {
-			buf[out->n] = rank[oi];
-			if ((r = chunk_add(out, buf, sizeof(buf[0]))) < 0)
-				return r;
-		}
-		if ((r = chunk_flush(out, buf, sizeof(buf[0]))) < 0)
+		if ((r = out->fn(out->ctx, head, sizeof(head))) < 0 ||
+		    (r = snap_write_ranks(e, out, rank, e->firms[f].head, 1)) < 0)
 			return r;
 	}
 	return 0;
@@ -531,26 +533,12 @@ static int snap_read_user_list(struct engine *e, uint32_t u, const uint32_t *map
 	return 0;
 }
 
-/* Order oi at the end of its firm's list. */
-static void firm_append(struct engine *e, uint32_t oi)
-{
-	struct order *o = &e->orders[oi];
-	struct firm *f = &e->firms[o->firm];
-
-	o->fprev = f->tail;
-	if (f->tail != NONE)
-		e->orders[f->tail].fnext = oi;
-	else
-		f->head = oi;
-	f->tail = oi;
-}
-
 /* Version 3's firm lists: user by user, each in its entry order. */
 static void snap_v3_firm_lists(struct engine *e)
 {
 	for (uint32_t u = 1; u <= e->n_users; u++)
 		for (uint32_t oi = e->users[u].head; oi != NONE; oi = e->orders[oi].unext)
-			firm_append(e, oi);
+			engine_firm_append(e, oi);
 }
 
 /* A limits layer as written: only given fields are set. */
@@ -640,7 +628,7 @@ static int snap_read_firm_lists(struct engine *e, uint32_t n_firms, const uint32
 			o = &e->orders[map[idx]];
 			if (o->firm != id || o->fprev != NONE || e->firms[id].head == map[idx])
 				return -EBADMSG;
-			firm_append(e, map[idx]);
+			engine_firm_append(e, map[idx]);
 		}
 	}
 	return 0;
