@@ -461,6 +461,11 @@ int ouch_validate_enter(const struct ouch_enter_order *o, uint32_t max_shares)
 	r = check_order(o->shares, o->price, o->tif, o->display, max_shares);
 	if (r)
 		return r;
+	/* the firm goes back in Accepted and Replaced: what no encoder takes
+	 * (an unprintable byte) is refused here (blank: none, as NUL) */
+	for (size_t i = 0; i < OUCH_FIRM_LEN && o->firm[i]; i++)
+		if (!printable((uint8_t)o->firm[i]))
+			return OUCH_REJ_FIRM_NOT_AUTHORIZED;
 	/* NASDAQ converts an unknown capacity to 'O'; lockstep refuses it. */
 	if (!capacity_ok(o->capacity))
 		return OUCH_REJ_INVALID_CAPACITY;

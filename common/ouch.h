@@ -371,8 +371,8 @@ int ouch_encode_outbound(const struct ouch_msg *msg, uint8_t *out, size_t cap);
 /* Field validation: 0 when valid, else the OUCH Rejected reason to send.
  * Checks, in this order (the first failure is returned): token, side,
  * shares in (0, min(max_shares, OUCH_SHARES_MAX)], price, TIF, a market
- * price only with TIF 0 (IOC), display (lockstep takes A Y N P), capacity,
- * ISO, cross type (lockstep takes N), customer type, minimum quantity. See
+ * price only with TIF 0 (IOC), display (lockstep takes A Y N P), the
+ * firm field printable ('L'; Enter only), capacity, ISO, cross type (lockstep takes N), customer type, minimum quantity. See
  * ouch.c for the reason each gives. Symbol, tick and token uniqueness are
  * the caller's (they need its tables); an off-tick price is rejected with
  * OUCH_REJ_SUB_PENNY_NOT_ALLOWED ('X'). */

@@ -456,6 +456,26 @@ static int snap_read_tokens(struct engine *e, uint64_t n_tokens, engine_read_fn 
 
 /* One order, booked at the back of its level (not yet in its user's list);
  * *out is its pool index. */
+/* An order's characters as an Accepted left them (its price too is a limit
+ * price, checked by the caller): printable, the padding
+ * of the token and the firm NUL (what an encoder would refuse later, in a
+ * Replaced or an Executed, is refused here). */
+static int snap_order_printable(const struct snap_order *so)
+{
+	const char one[] = { so->display, so->capacity, so->cross_type };
+
+	for (size_t i = 0; i < sizeof(one); i++)
+		if (one[i] < ' ' || one[i] > '~')
+			return 0;
+	for (size_t i = 0; i < OUCH_TOKEN_LEN; i++)
+		if (so->token[i] && (so->token[i] < ' ' || so->token[i] > '~'))
+			return 0;
+	for (size_t i = 0; i < OUCH_FIRM_LEN; i++)
+		if (so->ofirm[i] && (so->ofirm[i] < ' ' || so->ofirm[i] > '~'))
+			return 0;
+	return 1;
+}
+
 static int snap_read_order(struct engine *e, const struct snap_order *so, uint32_t *out)
 {
 	uint32_t oi = e->order_free, li, slot, firm;
@@ -467,7 +487,8 @@ static int snap_read_order(struct engine *e, const struct snap_order *so, uint32
 	fname[OUCH_FIRM_LEN] = '\0';
 	firm = engine_risk_firm(e, fname, 1);
 	if (oi == NONE || firm == NONE || so->sym >= e->n_symbols || so->user == 0 || so->user > e->n_users ||
-	    so->shares == 0 || (so->side != OUCH_BUY && !is_sell(so->side)))
+	    so->shares == 0 || (so->side != OUCH_BUY && !is_sell(so->side)) ||
+	    so->price == 0 || so->price > OUCH_PRICE_MAX || !snap_order_printable(so))
 		return -EBADMSG;
 	slot = token_find(e, so->user, token_hash(so->user, so->token), so->token,
 				      &found);
