@@ -1,9 +1,11 @@
-/* Pre-trade risk limits: their text, read and written (risk.h). */
+/* Pre-trade risk limits: their text, read and written, their protobuf form,
+ * and an operator's risk command described (risk.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "lockstep.pb-c.h"
 #include "risk.h"
 
 /* An unsigned decimal with up to `decimals` digits after a point, scaled by
@@ -207,4 +209,54 @@ int risk_limits_format(const struct risk_limits *l, char *buf, size_t len)
 		used = (size_t)total < len ? (size_t)total : len;
 	}
 	return total;
+}
+
+void risk_limits_from_pb(const struct Lockstep__RiskLimits *pb, struct risk_limits *out)
+{
+	struct risk_limits l = { 0 };
+
+	if (pb) {
+		l.set = pb->set;
+		l.max_qty = pb->max_qty;
+		l.max_notional = pb->max_notional;
+		l.collar_bp = pb->collar_bp;
+		l.max_open = pb->max_open;
+		l.credit = pb->credit;
+	}
+	*out = l;
+}
+
+void risk_limits_to_pb(const struct risk_limits *l, struct Lockstep__RiskLimits *pb)
+{
+	lockstep__risk_limits__init(pb);
+	pb->set = l->set;
+	pb->max_qty = l->max_qty;
+	pb->max_notional = l->max_notional;
+	pb->collar_bp = l->collar_bp;
+	pb->max_open = l->max_open;
+	pb->credit = l->credit;
+}
+
+int risk_describe(char *buf, size_t len, uint32_t kind, uint32_t scope, const char *name,
+		  int cancel, const struct risk_limits *l, uint32_t price)
+{
+	static const char *const scopes[] = { "?", "firm", "user", "symbol" };
+	const char *sc = scopes[scope <= 3 ? scope : 0];
+	char text[160];
+
+	switch (kind) {
+	case LOCKSTEP__ADMIN__KIND__LIMITS:
+		risk_limits_format(l, text, sizeof(text));
+		return snprintf(buf, len, "%s %s: %s", sc, name, text);
+	case LOCKSTEP__ADMIN__KIND__KILL:
+		return snprintf(buf, len, "%s %s: kill switch%s", sc, name,
+				cancel ? ", open orders canceled" : "");
+	case LOCKSTEP__ADMIN__KIND__LIFT:
+		return snprintf(buf, len, "%s %s: kill switch lifted", sc, name);
+	case LOCKSTEP__ADMIN__KIND__REFERENCE:
+		return snprintf(buf, len, "%s %s: reference %u.%04u", sc, name, price / 10000,
+				price % 10000);
+	default:
+		return snprintf(buf, len, "%s %s: unknown kind %u", sc, name, kind);
+	}
 }

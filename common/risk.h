@@ -50,6 +50,18 @@ int risk_limits_parse(const char *text, struct risk_limits *out, char *err, size
  * snprintf's return. */
 int risk_limits_format(const struct risk_limits *l, char *buf, size_t len);
 
+/* lockstep.proto's RiskLimits (NULL: none given) into limits, and back. */
+struct Lockstep__RiskLimits;
+void risk_limits_from_pb(const struct Lockstep__RiskLimits *pb, struct risk_limits *out);
+void risk_limits_to_pb(const struct risk_limits *l, struct Lockstep__RiskLimits *pb);
+
+/* An operator's risk command (kind and scope numbered as lockstep.proto's
+ * Admin) as the sequencer answers it and the matchers and lockstep-replay
+ * log it: "user TRADR1: max_qty=1000", "firm FRMA: kill switch, open orders
+ * canceled", "symbol AAPL: reference 150.2500"; snprintf's return. */
+int risk_describe(char *buf, size_t len, uint32_t kind, uint32_t scope, const char *name,
+		  int cancel, const struct risk_limits *l, uint32_t price);
+
 /* A price in dollars with up to 4 decimals ("150", "150.25") into price
  * units; 0 or -EINVAL (also when it does not fit in 32 bits). */
 int risk_price_parse(const char *text, uint32_t *out);

@@ -242,14 +242,7 @@ int risk_admin_decode(const uint8_t *buf, size_t len, struct engine_cmd *out)
 	x->scope = (uint32_t)a->scope;
 	x->cancel = a->cancel;
 	x->price = a->price;
-	if (a->limits) {
-		x->limits.set = a->limits->set;
-		x->limits.max_qty = a->limits->max_qty;
-		x->limits.max_notional = a->limits->max_notional;
-		x->limits.collar_bp = a->limits->collar_bp;
-		x->limits.max_open = a->limits->max_open;
-		x->limits.credit = a->limits->credit;
-	}
+	risk_limits_from_pb(a->limits, &x->limits);
 	if (a->name && strlen(a->name) < sizeof(x->name))
 		memcpy(x->name, a->name, strlen(a->name) + 1);
 	else
@@ -260,22 +253,5 @@ int risk_admin_decode(const uint8_t *buf, size_t len, struct engine_cmd *out)
 
 int risk_admin_describe(const struct engine_admin_cmd *a, char *buf, size_t len)
 {
-	const char *scope = scope_words[a->scope <= 3 ? a->scope : 0];
-	char text[160];
-
-	switch (a->kind) {
-	case ENGINE_ADMIN_LIMITS:
-		risk_limits_format(&a->limits, text, sizeof(text));
-		return snprintf(buf, len, "%s %s: %s", scope, a->name, text);
-	case ENGINE_ADMIN_KILL:
-		return snprintf(buf, len, "%s %s: kill switch%s", scope, a->name,
-				a->cancel ? ", open orders canceled" : "");
-	case ENGINE_ADMIN_LIFT:
-		return snprintf(buf, len, "%s %s: kill switch lifted", scope, a->name);
-	case ENGINE_ADMIN_REFERENCE:
-		return snprintf(buf, len, "%s %s: reference %u.%04u", scope, a->name,
-				a->price / 10000, a->price % 10000);
-	default:
-		return snprintf(buf, len, "%s %s: unknown kind %u", scope, a->name, a->kind);
-	}
+	return risk_describe(buf, len, a->kind, a->scope, a->name, a->cancel, &a->limits, a->price);
 }

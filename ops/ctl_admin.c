@@ -110,12 +110,7 @@ int ctl_admin_parse(int nargs, char **args, int flags, struct ctl_admin *out)
 			fprintf(stderr, "lockstepctl: risk: %s\n", err);
 			return -1;
 		}
-		out->limits.set = l.set;
-		out->limits.max_qty = l.max_qty;
-		out->limits.max_notional = l.max_notional;
-		out->limits.collar_bp = l.collar_bp;
-		out->limits.max_open = l.max_open;
-		out->limits.credit = l.credit;
+		risk_limits_to_pb(&l, &out->limits);
 	}
 	a->kind = LOCKSTEP__ADMIN__KIND__LIMITS;
 	a->limits = &out->limits;

@@ -15,9 +15,6 @@
 #include "risk.h"
 #include "seq_private.h"
 
-static const char *const scope_names[] = { "?", "firm", "user", "symbol" };
-static const char *const kind_names[] = { "?", "limits", "kill switch", "kill switch lifted",
-					  "reference" };
 
 /* A name the engine can hold: 1..max characters, or "*" where allowed;
  * a login or firm as the credentials file has it (upper-case letters and
@@ -70,30 +67,14 @@ static const char *admin_invalid(const Lockstep__Admin *a)
 	return NULL;
 }
 
-/* What `a` says, for the answer and the log. */
+/* What `a` says, for the answer and the log (risk_describe: the matchers'
+ * words too). */
 static void admin_describe(const Lockstep__Admin *a, char *buf, size_t cap)
 {
-	const char *kind = kind_names[a->kind <= 4 ? a->kind : 0];
-	const char *scope = scope_names[a->scope <= 3 ? a->scope : 0];
+	struct risk_limits l;
 
-	if (a->kind == LOCKSTEP__ADMIN__KIND__LIMITS) {
-		struct risk_limits l = { .set = a->limits->set,
-					 .max_qty = a->limits->max_qty,
-					 .max_notional = a->limits->max_notional,
-					 .collar_bp = a->limits->collar_bp,
-					 .max_open = a->limits->max_open,
-					 .credit = a->limits->credit };
-		char text[160];
-
-		risk_limits_format(&l, text, sizeof(text));
-		snprintf(buf, cap, "%s %s: %s", scope, a->name, text);
-	} else if (a->kind == LOCKSTEP__ADMIN__KIND__REFERENCE) {
-		snprintf(buf, cap, "%s %s: reference %u.%04u", scope, a->name, a->price / 10000,
-			 a->price % 10000);
-	} else {
-		snprintf(buf, cap, "%s %s: %s%s", scope, a->name, kind,
-			 a->cancel ? ", open orders canceled" : "");
-	}
+	risk_limits_from_pb(a->limits, &l);
+	risk_describe(buf, cap, a->kind, a->scope, a->name, a->cancel, &l, a->price);
 }
 
 int seq_admin_emit(struct sequencer *s, const Lockstep__Admin *a, char *msg, size_t cap)
