@@ -175,6 +175,7 @@ void engine_cancel_booked(struct engine *e, uint32_t oi, char reason)
 {
 	struct order *o = &e->orders[oi];
 
+	engine_md_delete(e, o);
 	engine_book_remove(e, oi);
 	emit_canceled(e, o, o->shares, reason);
 	engine_book_order_release(e, oi);
@@ -242,6 +243,7 @@ static void execute(struct engine *e, uint32_t ri, struct order *o, uint32_t sha
 	e->st.shares_matched += shares;
 	emit_executed(e, r, shares, r->price, OUCH_LIQ_ADDED, match);
 	emit_executed(e, o, shares, r->price, OUCH_LIQ_REMOVED, match);
+	engine_md_exec(e, r, shares, match);
 	if (r->shares == 0) {
 		engine_book_remove(e, ri);
 		engine_book_order_release(e, ri);
@@ -278,18 +280,24 @@ static void settle_incoming(struct engine *e, uint32_t oi, int stop, int ioc)
 	struct order *o = &e->orders[oi];
 
 	if (o->shares == 0) {
+		engine_md_flush(e);
 		engine_book_order_release(e, oi);
 	} else if (stop == STOP_SELF_MATCH) {
+		engine_md_flush(e);
 		e->st.self_match_cancels++;
 		emit_canceled(e, o, o->shares, OUCH_CXL_SELF_MATCH);
 		engine_book_order_release(e, oi);
 	} else if (ioc) {
+		engine_md_flush(e);
 		emit_canceled(e, o, o->shares, OUCH_CXL_IOC);
 		engine_book_order_release(e, oi);
 	} else if (engine_book_insert(e, oi) != 0) {
 		/* not reached: the caller checked that the side has room */
+		engine_md_flush(e);
 		emit_canceled(e, o, o->shares, OUCH_CXL_SYSTEM);
 		engine_book_order_release(e, oi);
+	} else {
+		engine_md_rest(e, o);
 	}
 }
 
@@ -587,6 +595,8 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 		return;
 	if (keep) {
 		/* in place: same level, queue and priority */
+		uint64_t old_ref = o->ref;
+
 		if (o->heap_pos != NONE)
 			engine_book_heap_remove(e, oi);
 		risk_release(e, o, o->shares - rp->shares);
@@ -595,10 +605,13 @@ static void do_replace(struct engine *e, const struct engine_cmd *cmd)
 			engine_book_heap_push(e, oi);
 		engine_book_rehash(e, o);
 		emit_replaced(e, o, rp, key_old);
+		engine_md_replace_in_place(e, o, old_ref);
 		return;
 	}
+	engine_md_moving(e, o);
 	engine_book_remove(e, oi);
 	if (!ioc && !engine_book_has_room(e, o->sym, book_side(o->side), rp->price)) {
+		engine_md_flush(e);
 		e->st.rejects++;
 		emit_canceled(e, o, o->shares, OUCH_CXL_SYSTEM);
 		engine_book_order_release(e, oi);
@@ -630,6 +643,7 @@ static void do_cancel(struct engine *e, const struct engine_cmd *cmd)
 		return;
 	}
 	decrement = o->shares - c->shares;
+	engine_md_cancel(e, o, decrement);
 	risk_release(e, o, decrement);
 	o->shares = c->shares;
 	engine_book_rehash(e, o);
@@ -651,6 +665,10 @@ static void do_modify(struct engine *e, const struct engine_cmd *cmd)
 		e->st.ignored_invalid++;
 		return;
 	}
+	if (md->shares == 0)
+		engine_md_delete(e, o);
+	else
+		engine_md_cancel(e, o, o->shares - md->shares);
 	risk_release(e, o, o->shares - md->shares);
 	o->side = md->side;
 	o->shares = md->shares;
@@ -705,15 +723,19 @@ static void do_day(struct engine *e, uint64_t seq, const struct engine_day_cmd *
 {
 	if (d->kind == ENGINE_DAY_END && !e->closed && d->day == e->day) {
 		close_day(e);
+		engine_md_day(e, ENGINE_MD_DAY_END);
 	} else if (d->kind == ENGINE_DAY_START && e->day < UINT32_MAX && d->day == e->day + 1) {
 		/* a START without the END before it ends the day all the same:
 		 * the tape has moved on to the next session */
-		if (!e->closed)
+		if (!e->closed) {
 			close_day(e);
+			engine_md_day(e, ENGINE_MD_DAY_END);
+		}
 		engine_book_tokens_forget_all(e);
 		e->day = d->day;
 		e->day_base = seq;
 		e->closed = 0;
+		engine_md_day(e, ENGINE_MD_DAY_START);
 	} else {
 		e->st.day_ignored++;
 		return;

@@ -252,6 +252,60 @@ struct engine_cmd {
  * valid only during the call. */
 typedef void (*engine_emit_fn)(void *ctx, const char *user, const struct ouch_msg *msg);
 
+/* Market data: the book as the public sees it, for the ITCH feed
+ * (matcher/feedgen.h). With engine_set_md(), engine_apply and
+ * engine_advance_time also report every change to the displayed book and
+ * every execution of a resting order, in the order they happen:
+ *  - ADD: a displayed order (Display other than 'N') starts resting: ref,
+ *    side, shares, price, and firm: the login's firm when the order's
+ *    Display is 'A' (attributable), else "". An order that executes on
+ *    arrival is reported only for what rests of it.
+ *  - EXEC: shares of a displayed resting order executed at price (its
+ *    own), match; it leaves the book when its shares reach 0 (no DELETE).
+ *  - TRADE: the same for a non-displayed resting order (ref 0: its ref is
+ *    never shown).
+ *  - CANCEL: a displayed resting order lost shares and still rests
+ *    (Cancel to a smaller size, Modify down): shares is the decrement.
+ *  - DELETE: a displayed resting order left the book other than by
+ *    execution: Cancel, Cancel All, expiry, a kill switch, the end of the
+ *    day, an invalid Replace (Canceled 'Z'), or a Replace that moved it and
+ *    then executed, did not rest, or rests non-displayed.
+ *  - REPLACE: a displayed resting order replaced by a displayed order that
+ *    rests without executing: old_ref, ref, shares, price. Time priority
+ *    is kept when the price is the same and the shares did not grow (else
+ *    the replacement is at the back of its price level): a subscriber that
+ *    applies that rule keeps the engine's queue order.
+ *  - DAY_END (after an END_OF_DAY's deletes) and DAY_START: day.
+ * The incoming side of an execution is not reported (ITCH shows the
+ * resting order's); a Modify between S, T and E is no change (ITCH's sides
+ * are B and S); side is the order's OUCH side. md (zero-filled, then set)
+ * is valid only during the call; ts is the tape time in ns since
+ * midnight. Reporting changes nothing of the engine's state or hash. */
+enum engine_md_kind {
+	ENGINE_MD_ADD = 1,
+	ENGINE_MD_EXEC,
+	ENGINE_MD_TRADE,
+	ENGINE_MD_CANCEL,
+	ENGINE_MD_DELETE,
+	ENGINE_MD_REPLACE,
+	ENGINE_MD_DAY_END,
+	ENGINE_MD_DAY_START,
+};
+
+struct engine_md {
+	enum engine_md_kind kind;
+	uint64_t ts; /* ns since midnight, tape time */
+	uint32_t sym; /* the symbol's index in engine_config.symbols */
+	const char *stock; /* its name */
+	char side; /* OUCH side: B, S, T or E */
+	char firm[OUCH_FIRM_LEN + 1]; /* ADD: the attribution, "" for none */
+	uint32_t shares, price;
+	uint64_t ref, old_ref, match;
+	uint32_t day; /* DAY_END, DAY_START */
+};
+
+typedef void (*engine_md_fn)(void *ctx, const struct engine_md *md);
+
 /* Allocates everything the engine will ever use; 0, -EINVAL (bad config) or
  * -ENOMEM. *out is untouched on failure. */
 int engine_create(struct engine **out, const struct engine_config *cfg);
@@ -264,6 +318,14 @@ void engine_apply(struct engine *e, uint64_t seq, uint64_t tape_ns, const struct
 		  engine_emit_fn emit, void *ctx);
 /* Advances tape time with no command (heartbeats): expires orders. */
 void engine_advance_time(struct engine *e, uint64_t tape_ns, engine_emit_fn emit, void *ctx);
+
+/* Market data reports to fn (NULL: none, the default); see above. */
+void engine_set_md(struct engine *e, engine_md_fn fn, void *ctx);
+/* Reports an ADD for every displayed resting order in book order (symbol
+ * in configuration order, bids then asks, best price first, then time
+ * priority) at the time of the last event applied: the displayed book as
+ * a GLIMPSE snapshot gives it. O(resting orders); no allocation. */
+void engine_md_walk(const struct engine *e, engine_md_fn fn, void *ctx);
 
 /* The state hash: the XOR of an XXH3 of every open order's full state
  * (maintained incrementally), combined with the counters. Equal books and

@@ -219,6 +219,15 @@ struct engine {
 	engine_emit_fn emit;
 	void *ctx;
 
+	/* market data (engine_md.c): the reports' receiver, and a displayed
+	 * order being replaced away from its place (md_pending: its old ref,
+	 * 0 for none): reported as a REPLACE if its replacement rests
+	 * displayed at once, else as a DELETE before anything else */
+	engine_md_fn md;
+	void *md_ctx;
+	uint64_t md_pending;
+	uint32_t md_pending_sym;
+
 	struct engine_stats st;
 };
 
@@ -480,6 +489,68 @@ uint64_t engine_risk_rehash(const struct engine *e);
 /* The per-user and per-firm aggregates and lists, and the risk hash,
  * recomputed: 0 or -EUCLEAN. */
 int engine_risk_verify(const struct engine *e);
+
+/* --- market data (engine_md.c; engine.h) ------------------------------------ */
+
+static inline int md_displayed(const struct order *o)
+{
+	return queue_of(o->display) == Q_DISPLAYED;
+}
+
+void engine_md_report(struct engine *e, enum engine_md_kind kind, const struct order *o,
+		      uint32_t shares, uint64_t match);
+void engine_md_rest_slow(struct engine *e, const struct order *o);
+void engine_md_flush_slow(struct engine *e);
+void engine_md_day(struct engine *e, enum engine_md_kind kind);
+
+/* Order o (booked) executed shares: EXEC or TRADE. */
+static inline void engine_md_exec(struct engine *e, const struct order *o, uint32_t shares,
+				  uint64_t match)
+{
+	if (e->md)
+		engine_md_report(e, md_displayed(o) ? ENGINE_MD_EXEC : ENGINE_MD_TRADE, o, shares,
+				 match);
+}
+/* Booked order o lost shares (CANCEL), or is leaving the book (DELETE). */
+static inline void engine_md_cancel(struct engine *e, const struct order *o, uint32_t shares)
+{
+	if (e->md && md_displayed(o) && shares)
+		engine_md_report(e, ENGINE_MD_CANCEL, o, shares, 0);
+}
+static inline void engine_md_delete(struct engine *e, const struct order *o)
+{
+	if (e->md && md_displayed(o))
+		engine_md_report(e, ENGINE_MD_DELETE, o, 0, 0);
+}
+/* Order o, replaced in place (same level, time priority kept). */
+static inline void engine_md_replace_in_place(struct engine *e, const struct order *o,
+					      uint64_t old_ref)
+{
+	if (e->md && md_displayed(o)) {
+		e->md_pending = old_ref;
+		engine_md_rest_slow(e, o);
+	}
+}
+/* Order o, displayed before its Replace moves it (its old ref): pending. */
+static inline void engine_md_moving(struct engine *e, const struct order *o)
+{
+	if (e->md && md_displayed(o)) {
+		e->md_pending = o->ref;
+		e->md_pending_sym = o->sym;
+	}
+}
+/* Order o starts resting (after its executions, if any). */
+static inline void engine_md_rest(struct engine *e, const struct order *o)
+{
+	if (e->md)
+		engine_md_rest_slow(e, o);
+}
+/* A pending moved order's DELETE, before anything else is reported. */
+static inline void engine_md_flush(struct engine *e)
+{
+	if (e->md_pending)
+		engine_md_flush_slow(e);
+}
 
 /* --- engine.c, for engine_risk.c -------------------------------------------- */
 

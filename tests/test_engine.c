@@ -2606,6 +2606,279 @@ START_TEST(risk_random_tape)
 }
 END_TEST
 
+/* --- market data: the reports mirror the displayed book ------------------------ */
+
+/* A subscriber's book built from the reports alone (the ITCH rules of
+ * engine.h's "Market data"), indexed by order reference number. */
+struct mdo {
+	uint64_t prio; /* 0: not in the book */
+	uint32_t sym, price, shares;
+	char side; /* 'B' or 'S' */
+};
+
+struct mdmodel {
+	struct mdo *o; /* by ref */
+	size_t cap;
+	uint64_t prio, adds, execs, trades, cancels, deletes, replaces, in_place, days;
+	uint64_t seen_shares; /* executed shares reported (EXEC and TRADE) */
+};
+
+static char md_side(char s)
+{
+	return s == OUCH_BUY ? 'B' : 'S';
+}
+
+static struct mdo *md_at(struct mdmodel *m, uint64_t ref)
+{
+	ck_assert_uint_lt(ref, m->cap);
+	return &m->o[ref];
+}
+
+static void md_model(void *ctx, const struct engine_md *md)
+{
+	struct mdmodel *m = ctx;
+	struct mdo *o, *n;
+
+	switch (md->kind) {
+	case ENGINE_MD_ADD:
+		o = md_at(m, md->ref);
+		ck_assert_uint_eq(o->prio, 0);
+		*o = (struct mdo){ ++m->prio, md->sym, md->price, md->shares, md_side(md->side) };
+		ck_assert_uint_gt(md->shares, 0);
+		m->adds++;
+		break;
+	case ENGINE_MD_EXEC:
+	case ENGINE_MD_CANCEL:
+		o = md_at(m, md->ref);
+		ck_assert_uint_ne(o->prio, 0);
+		ck_assert_uint_le(md->shares, o->shares);
+		ck_assert_uint_gt(md->shares, 0);
+		o->shares -= md->shares;
+		if (md->kind == ENGINE_MD_EXEC) {
+			ck_assert_uint_eq(md->price, o->price);
+			m->execs++;
+			m->seen_shares += md->shares;
+			if (o->shares == 0)
+				o->prio = 0;
+		} else {
+			ck_assert_uint_gt(o->shares, 0); /* a cancel leaves some */
+			m->cancels++;
+		}
+		break;
+	case ENGINE_MD_TRADE:
+		ck_assert_uint_eq(md->ref, 0);
+		ck_assert_uint_gt(md->match, 0);
+		m->trades++;
+		m->seen_shares += md->shares;
+		break;
+	case ENGINE_MD_DELETE:
+		o = md_at(m, md->ref);
+		ck_assert_uint_ne(o->prio, 0);
+		o->prio = 0;
+		m->deletes++;
+		break;
+	case ENGINE_MD_REPLACE:
+		o = md_at(m, md->old_ref);
+		n = md_at(m, md->ref);
+		ck_assert_uint_ne(o->prio, 0);
+		ck_assert_uint_eq(n->prio, 0);
+		*n = *o;
+		o->prio = 0;
+		if (md->price == n->price && md->shares <= n->shares)
+			m->in_place++;
+		else
+			n->prio = ++m->prio;
+		n->price = md->price;
+		n->shares = md->shares;
+		m->replaces++;
+		break;
+	case ENGINE_MD_DAY_END:
+	case ENGINE_MD_DAY_START:
+		m->days++;
+		break;
+	}
+}
+
+struct mdwalk {
+	struct mdmodel *m;
+	uint64_t n, last_prio;
+	uint32_t last_sym, last_price;
+	char last_side;
+};
+
+/* The engine's walk, in book order, checked against the model. */
+static void md_walk_check(void *ctx, const struct engine_md *md)
+{
+	struct mdwalk *w = ctx;
+	struct mdo *o = md_at(w->m, md->ref);
+	char side = md_side(md->side);
+
+	ck_assert_int_eq(md->kind, ENGINE_MD_ADD);
+	ck_assert_uint_ne(o->prio, 0);
+	ck_assert_uint_eq(o->sym, md->sym);
+	ck_assert_uint_eq(o->price, md->price);
+	ck_assert_uint_eq(o->shares, md->shares);
+	ck_assert_int_eq(o->side, side);
+	/* time priority within a level: the model's order too */
+	if (w->n && w->last_sym == md->sym && w->last_side == side && w->last_price == md->price)
+		ck_assert_uint_gt(o->prio, w->last_prio);
+	w->last_sym = md->sym;
+	w->last_side = side;
+	w->last_price = md->price;
+	w->last_prio = o->prio;
+	w->n++;
+}
+
+static void md_compare(struct engine *e, struct mdmodel *m)
+{
+	struct mdwalk w = { .m = m };
+	uint64_t live = 0;
+
+	engine_md_walk(e, md_walk_check, &w);
+	for (size_t i = 0; i < m->cap; i++)
+		live += m->o[i].prio != 0;
+	ck_assert_uint_eq(w.n, live);
+}
+
+/* The reports of a few commands, one by one. */
+struct mdlog {
+	struct engine_md v[32];
+	size_t n;
+};
+
+static void md_log(void *ctx, const struct engine_md *md)
+{
+	struct mdlog *l = ctx;
+
+	ck_assert_uint_lt(l->n, 32);
+	l->v[l->n++] = *md;
+}
+
+static const struct engine_md *md_is(const struct mdlog *l, size_t i, enum engine_md_kind kind,
+				     uint64_t ref, uint32_t shares, uint32_t price)
+{
+	ck_assert_uint_lt(i, l->n);
+	ck_assert_int_eq(l->v[i].kind, kind);
+	ck_assert_uint_eq(l->v[i].ref, ref);
+	ck_assert_uint_eq(l->v[i].shares, shares);
+	ck_assert_uint_eq(l->v[i].price, price);
+	return &l->v[i];
+}
+
+START_TEST(md_reports)
+{
+	struct mdlog l = { .n = 0 };
+	uint64_t a, b, h, r1, r2;
+
+	engine_set_md(E, md_log, &l);
+	/* attribution: Display 'A' and a login's firm only */
+	apply(enter_full("U1", "FA", "a", 'B', 100, "AAPL", P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'A', 0));
+	a = accepted(0, "U1", "a");
+	ck_assert_str_eq(md_is(&l, 0, ENGINE_MD_ADD, a, 100, P(10, 0))->firm, "FA");
+	ck_assert_str_eq(l.v[0].stock, "AAPL");
+	apply(lim("U2", "FB", "b", 'S', 50, P(10, 5)));
+	b = accepted(0, "U2", "b");
+	ck_assert_str_eq(md_is(&l, 1, ENGINE_MD_ADD, b, 50, P(10, 5))->firm, "");
+	ck_assert_int_eq(l.v[1].side, 'S');
+	/* non-displayed: never added; its execution is a TRADE */
+	apply(enter_full("U3", "FC", "h", 'S', 30, "AAPL", P(10, 1), OUCH_TIF_SYSTEM_HOURS, 'N', 0));
+	h = accepted(0, "U3", "h");
+	ck_assert_uint_ne(h, 0);
+	ck_assert_uint_eq(l.n, 2);
+	/* partial cancel, then in place (same price, fewer shares) */
+	apply(cxl("U1", "a", 80));
+	md_is(&l, 2, ENGINE_MD_CANCEL, a, 20, P(10, 0));
+	apply(replace("U1", "a", "a2", 70, P(10, 0), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	r1 = replaced(0, "U1", "a2", "a", 70, P(10, 0));
+	ck_assert_uint_eq(md_is(&l, 3, ENGINE_MD_REPLACE, r1, 70, P(10, 0))->old_ref, a);
+	/* moved and marketable: DELETE first, then the executions (hidden
+	 * first at 10.01, then displayed at 10.05), then what rests: ADD */
+	l.n = 0;
+	apply(replace("U1", "a2", "a3", 100, P(10, 5), OUCH_TIF_SYSTEM_HOURS, 'Y', 0));
+	r2 = replaced(0, "U1", "a3", "a2", 100, P(10, 5));
+	md_is(&l, 0, ENGINE_MD_DELETE, r1, 0, 0);
+	ck_assert_int_eq(md_is(&l, 1, ENGINE_MD_TRADE, 0, 30, P(10, 1))->side, 'S');
+	ck_assert_uint_gt(l.v[1].match, 0);
+	md_is(&l, 2, ENGINE_MD_EXEC, b, 50, P(10, 5));
+	ck_assert_uint_eq(l.v[2].match, l.v[1].match + 1);
+	md_is(&l, 3, ENGINE_MD_ADD, r2, 20, P(10, 5));
+	ck_assert_uint_eq(l.n, 4);
+	/* modify down, then to 0 */
+	apply(mod("U1", "a3", 'B', 15));
+	md_is(&l, 4, ENGINE_MD_CANCEL, r2, 5, P(10, 5));
+	apply(mod("U1", "a3", 'B', 0));
+	md_is(&l, 5, ENGINE_MD_DELETE, r2, 0, P(10, 5));
+	/* the walk: nothing displayed rests */
+	l.n = 0;
+	engine_md_walk(E, md_log, &l);
+	ck_assert_uint_eq(l.n, 0);
+	engine_set_md(E, NULL, NULL);
+}
+END_TEST
+
+START_TEST(md_mirrors_displayed_book)
+{
+	struct rcmd *v = gen_tape(R_N, 0x5851f42d4c957f2dull);
+	struct engine *e = rengine(), *plain = rengine();
+	struct mdmodel m = { .cap = 2 * R_N + 16 };
+	struct cap c = { 0 }, cp = { 0 };
+	struct engine_stats s;
+	struct engine_cmd d;
+	uint64_t day = 1;
+
+	m.o = calloc(m.cap, sizeof(*m.o));
+	ck_assert_ptr_nonnull(m.o);
+	engine_set_md(e, md_model, &m);
+	for (size_t i = 0; i < R_N; i++) {
+		if (i % 50000 == 49999) {
+			/* a day's end and the next day's start: every order deleted */
+			d = dayev(ENGINE_DAY_END, (uint32_t)day);
+			engine_apply(e, i + 1, v[i].t, &d, NULL, NULL);
+			engine_apply(plain, i + 1, v[i].t, &d, NULL, NULL);
+			md_compare(e, &m);
+			d = dayev(ENGINE_DAY_START, (uint32_t)++day);
+			engine_apply(e, i + 1, v[i].t, &d, NULL, NULL);
+			engine_apply(plain, i + 1, v[i].t, &d, NULL, NULL);
+		}
+		if (v[i].advance) {
+			engine_advance_time(e, v[i].t, capture, &c);
+			engine_advance_time(plain, v[i].t, capture, &cp);
+		} else {
+			engine_apply(e, i + 1, v[i].t, &v[i].c, capture, &c);
+			engine_apply(plain, i + 1, v[i].t, &v[i].c, capture, &cp);
+		}
+		if (i % 10000 == 0)
+			md_compare(e, &m);
+	}
+	md_compare(e, &m);
+	engine_get_stats(e, &s);
+	printf("market data: %llu adds, %llu executions, %llu trades, %llu cancels, %llu deletes, "
+	       "%llu replaces (%llu in place), %llu day reports\n",
+	       (unsigned long long)m.adds, (unsigned long long)m.execs,
+	       (unsigned long long)m.trades, (unsigned long long)m.cancels,
+	       (unsigned long long)m.deletes, (unsigned long long)m.replaces,
+	       (unsigned long long)m.in_place, (unsigned long long)m.days);
+	/* every execution reported once, on its resting side */
+	ck_assert_uint_eq(m.execs + m.trades, s.matches);
+	ck_assert_uint_eq(m.seen_shares, s.shares_matched);
+	ck_assert_uint_gt(m.adds, 10000);
+	ck_assert_uint_gt(m.trades, 100);
+	ck_assert_uint_gt(m.cancels, 100);
+	ck_assert_uint_gt(m.deletes, 1000);
+	ck_assert_uint_gt(m.in_place, 0); /* rare in this mix: the price is drawn anew */
+	ck_assert_uint_gt(m.replaces - m.in_place, 100);
+	ck_assert_uint_eq(m.days, 2 * (R_N / 50000));
+	/* the reports change nothing: same answers, same hash as without */
+	ck_assert_uint_eq(c.total, cp.total);
+	ck_assert_uint_eq(engine_hash(e), engine_hash(plain));
+	ck_assert_int_eq(engine_verify(e), 0);
+	engine_destroy(e);
+	engine_destroy(plain);
+	free(m.o);
+	free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -2654,6 +2927,7 @@ int main(void)
 	tcase_add_test(tc, risk_kill_before_limits);
 	tcase_add_test(tc, risk_firm_table);
 	tcase_add_test(tc, risk_config_and_hash);
+	tcase_add_test(tc, md_reports);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(tr, 300);
 	tcase_add_test(tr, determinism_random_tape);
@@ -2664,6 +2938,7 @@ int main(void)
 	tcase_add_test(tr, snapshot_dead_tokens);
 	tcase_add_test(tr, risk_random_tape);
 	tcase_add_test(tr, user_token_quota_random_tape);
+	tcase_add_test(tr, md_mirrors_displayed_book);
 	suite_add_tcase(s, tr);
 	return testutil_run(s, 0);
 }
