@@ -12,7 +12,7 @@
 
 #include "lockstep.pb-c.h"
 
-#define COUNTERS_MAX 128 /* values in one STATS reply */
+#define COUNTERS_MAX 192 /* values in one STATS reply */
 
 struct counter_def {
 	const char *name; /* [a-z0-9_]+, unique within a daemon */

@@ -12,7 +12,6 @@
 
 #include "soupbin.h"
 
-#define SOUP_HEADER_LEN 3 /* length (2) + type (1) */
 #define LOGIN_REQUEST_PAYLOAD (SOUP_LOGIN_REQUEST_LEN - 1)
 #define LOGIN_ACCEPTED_PAYLOAD (SOUP_LOGIN_ACCEPTED_LEN - 1)
 

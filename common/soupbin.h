@@ -17,6 +17,7 @@
 #define SOUP_LOGIN_REQUEST_LEN 47 /* type + 6 + 10 + 10 + 20 */
 #define SOUP_LOGIN_ACCEPTED_LEN 31 /* type + 10 + 20 */
 #define SOUP_MAX_PAYLOAD 65534u /* the length field's limit, less the type */
+#define SOUP_HEADER_LEN 3 /* a packet's length (2) and type (1) */
 
 /* Packet types. */
 enum soup_type {

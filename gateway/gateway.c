@@ -556,23 +556,23 @@ void gw_close(struct gw *g)
  * plaintext passwords are a warning). */
 static int check_creds(const struct gw_config *c, char *err, size_t errlen)
 {
-	struct gw_creds cr = { 0 };
+	struct creds cr = { 0 };
 	char e[512], names[256];
 	size_t n;
 	int rc;
 
 	if (c->credentials[0] == '\0')
 		return 0;
-	if ((rc = gw_creds_load(&cr, c->credentials, e, sizeof(e))) < 0) {
+	if ((rc = creds_load(&cr, c->credentials, e, sizeof(e))) < 0) {
 		snprintf(err, errlen, "credentials: %s", e);
-		gw_creds_fini(&cr);
+		creds_fini(&cr);
 		return rc;
 	}
-	if ((n = gw_creds_plaintext(&cr, names, sizeof(names))) > 0)
+	if ((n = creds_plaintext(&cr, names, sizeof(names))) > 0)
 		fprintf(stderr, "lockstep-gateway: warning: %s: %zu plaintext password%s (%s): "
 			"rehash with lockstepctl passwd\n",
 			c->credentials, n, n > 1 ? "s" : "", names);
-	gw_creds_fini(&cr);
+	creds_fini(&cr);
 	return 0;
 }
 

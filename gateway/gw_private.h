@@ -79,7 +79,7 @@ struct gw_reader_ops {
  * the others read it). Never moves nor goes away while the process runs. */
 struct gw_login {
 	uint32_t id; /* its number for the day: the token table's login */
-	struct gw_cred cred;
+	struct cred cred;
 	int revoked; /* gone from the credentials file (reload): no new login */
 	struct journal *j; /* <state_dir>/sessions/<LOGIN>/ */
 	uint64_t next_seq; /* SoupBin seq of the next message journalled */
@@ -107,7 +107,7 @@ struct gw_login {
 /* The login table (logins.c only). A new journal is passed to opened()
  * (set by gw_logins_open_journals), which may read it. */
 struct gw_logins {
-	struct gw_creds creds;
+	struct creds creds;
 	struct gw_login **v; /* n, each allocated on its own */
 	size_t n;
 	int32_t *hash; /* open addressing: index into v, -1 empty */
@@ -376,8 +376,8 @@ struct gw_progress {
  * ns while it is queued; owner (the session, NULL once it is gone) is the
  * loop's. */
 struct gw_vjob {
-	char hash[GW_HASH_LEN];
-	char pw[GW_PASSWORD_LEN + 1]; /* normalised; wiped once verified */
+	char hash[CREDS_HASH_LEN];
+	char pw[CREDS_PASSWORD_LEN + 1]; /* normalised; wiped once verified */
 	int ok;
 	uint64_t ns; /* the verification's time */
 	void *owner;
@@ -397,7 +397,7 @@ struct gw_verify {
 	uint32_t *free_ids; /* the loop's */
 	uint32_t *todo, todo_head, todo_n; /* rings of cap job ids, under mu */
 	uint32_t *done, done_head, done_n;
-	char dummy[GW_HASH_LEN]; /* verified for a name that is no login */
+	char dummy[CREDS_HASH_LEN]; /* verified for a name that is no login */
 };
 
 struct gw {

@@ -66,10 +66,10 @@ static int table_grow(struct gw_logins *t, size_t n)
 }
 
 /* Once per load of the file: the logins whose password is not hashed. */
-static void warn_plaintext(const struct gw_creds *c, const char *path)
+static void warn_plaintext(const struct creds *c, const char *path)
 {
 	char names[256];
-	size_t n = gw_creds_plaintext(c, names, sizeof(names));
+	size_t n = creds_plaintext(c, names, sizeof(names));
 
 	if (n)
 		log_warn("credentials %s: %zu plaintext password%s (%s): rehash with lockstepctl "
@@ -77,7 +77,7 @@ static void warn_plaintext(const struct gw_creds *c, const char *path)
 }
 
 /* A new login t->v[t->n] (not counted yet) for cred. */
-static struct gw_login *login_new(struct gw_logins *t, const struct gw_cred *cred)
+static struct gw_login *login_new(struct gw_logins *t, const struct cred *cred)
 {
 	struct gw_login *l = calloc(1, sizeof(*l));
 
@@ -98,7 +98,7 @@ int gw_logins_open(struct gw_logins *t, const struct gw_config *cfg, struct gw_s
 	t->st = st;
 	if (cfg->credentials[0] == '\0') {
 		log_warn("no [gateway] credentials file: nobody can log in");
-	} else if ((rc = gw_creds_load(&t->creds, cfg->credentials, err, sizeof(err))) < 0) {
+	} else if ((rc = creds_load(&t->creds, cfg->credentials, err, sizeof(err))) < 0) {
 		log_err("credentials: %s", err);
 		return rc;
 	} else {
@@ -118,7 +118,7 @@ struct gw_login *gw_login_find(const struct gw_logins *t, const uint8_t *name, s
 
 	while (len > 0 && name[len - 1] == ' ')
 		len--;
-	if (len == 0 || len > GW_LOGIN_LEN || !t->hash)
+	if (len == 0 || len > CREDS_LOGIN_LEN || !t->hash)
 		return NULL;
 	h = name_hash(name, len) & t->hash_mask;
 	while (t->hash[h] >= 0) {
@@ -359,7 +359,7 @@ void gw_logins_fini(struct gw_logins *t)
 		free(t->v[i]);
 	free(t->v);
 	free(t->hash);
-	gw_creds_fini(&t->creds);
+	creds_fini(&t->creds);
 	t->v = NULL;
 	t->hash = NULL;
 	t->n = 0;
@@ -369,7 +369,7 @@ void gw_logins_fini(struct gw_logins *t)
 
 /* Adds the logins of nc that the table lacks (each with its journal);
  * a login whose journal cannot be opened is left out. */
-static int add_new(struct gw_logins *t, const struct gw_creds *nc, size_t n_new)
+static int add_new(struct gw_logins *t, const struct creds *nc, size_t n_new)
 {
 	if (table_grow(t, t->n + n_new) < 0)
 		return -ENOMEM;
@@ -401,14 +401,14 @@ static int add_new(struct gw_logins *t, const struct gw_creds *nc, size_t n_new)
  * a journal. */
 int gw_logins_reload(struct gw_logins *t, const char *path, char *msg, size_t msglen)
 {
-	struct gw_creds nc = { 0 };
+	struct creds nc = { 0 };
 	size_t n_new = 0, n_old = t->n, revoked = 0;
 	char err[512];
 	int rc = 0;
 
-	if (path[0] && (rc = gw_creds_load(&nc, path, err, sizeof(err))) < 0) {
+	if (path[0] && (rc = creds_load(&nc, path, err, sizeof(err))) < 0) {
 		snprintf(msg, msglen, "credentials: %s", err);
-		gw_creds_fini(&nc);
+		creds_fini(&nc);
 		return rc;
 	}
 	warn_plaintext(&nc, path);
@@ -423,13 +423,13 @@ int gw_logins_reload(struct gw_logins *t, const char *path, char *msg, size_t ms
 			free(t->v[i]);
 		}
 		t->n = n_old;
-		gw_creds_fini(&nc);
+		creds_fini(&nc);
 		snprintf(msg, msglen, "credentials: out of memory");
 		return rc;
 	}
 	for (size_t i = 0; i < t->n; i++) {
 		struct gw_login *l = t->v[i];
-		const struct gw_cred *c = gw_creds_find(&nc, l->cred.login);
+		const struct cred *c = creds_find(&nc, l->cred.login);
 
 		l->revoked = !c;
 		if (c) {
@@ -440,7 +440,7 @@ int gw_logins_reload(struct gw_logins *t, const char *path, char *msg, size_t ms
 		if (l->rops)
 			l->rops->end(l->reader);
 	}
-	gw_creds_fini(&t->creds);
+	creds_fini(&t->creds);
 	t->creds = nc;
 	snprintf(msg, msglen, "%zu logins (%zu new, %zu revoked)", t->n - revoked, t->n - n_old,
 		 revoked);

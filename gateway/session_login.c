@@ -185,7 +185,7 @@ void gw_sess_handle_login(struct gw_session *s, const struct soup_packet *pkt)
 {
 	struct gw *g = s->gw;
 	struct gw_login *l;
-	char pw[GW_PASSWORD_LEN + 1];
+	char pw[CREDS_PASSWORD_LEN + 1];
 	enum lockout_state ls;
 	uint64_t left = 0;
 	int empty, rc = soup_decode_login(pkt, &s->req);
@@ -204,12 +204,12 @@ void gw_sess_handle_login(struct gw_session *s, const struct soup_packet *pkt)
 	}
 	/* an empty password is none; it and a plaintext entry are decided here
 	 * and answered when a verification of the dummy hash ends */
-	empty = gw_password_normalise(s->req.password, pw) < 0;
+	empty = creds_password_normalise(s->req.password, pw) < 0;
 	if (empty)
 		pw[0] = '\0';
 	s->plain = empty || (l && !l->cred.hash[0]);
 	s->plain_ok = !empty && l && !l->cred.hash[0] &&
-		      gw_cred_password_ok(&l->cred, s->req.password);
+		      creds_password_ok(&l->cred, s->req.password);
 	rc = gw_verify_submit(g, l && !s->plain ? l->cred.hash : NULL, pw, s);
 	explicit_bzero(pw, sizeof(pw));
 	if (rc < 0) {

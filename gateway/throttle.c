@@ -110,7 +110,7 @@ size_t throttle_max_ouch_command(void)
 	Lockstep__ReplaceOrder ro = LOCKSTEP__REPLACE_ORDER__INIT;
 	size_t enter, replace;
 
-	_Static_assert(sizeof(login) - 1 >= GW_LOGIN_LEN && sizeof(firm) - 1 >= GW_FIRM_LEN &&
+	_Static_assert(sizeof(login) - 1 >= CREDS_LOGIN_LEN && sizeof(firm) - 1 >= CREDS_FIRM_LEN &&
 			       sizeof(tok) - 1 == OUCH_TOKEN_LEN &&
 			       sizeof(sym) - 1 == OUCH_STOCK_LEN,
 		       "the widest fields");

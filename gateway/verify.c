@@ -50,7 +50,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&v->mu);
 		uint64_t t0 = mono_ns();
 
-		j->ok = gw_password_verify(j->hash, j->pw);
+		j->ok = creds_password_verify(j->hash, j->pw);
 		j->ns = mono_ns() - t0;
 		sodium_memzero(j->pw, sizeof(j->pw));
 		pthread_mutex_lock(&v->mu);
@@ -92,26 +92,13 @@ static void on_done(struct ev_loop *loop, ev_async *w, int revents)
 	}
 }
 
-/* The hash a name that is no login is verified against, at the cost of
- * lockstepctl passwd's: its answer takes as long as a real login's. */
-static int make_dummy(struct gw_verify *v)
-{
-	char pw[GW_PASSWORD_LEN + 1];
-
-	randombytes_buf(pw, GW_PASSWORD_LEN);
-	for (size_t i = 0; i < GW_PASSWORD_LEN; i++)
-		pw[i] = (char)('A' + (unsigned char)pw[i] % 26);
-	pw[GW_PASSWORD_LEN] = '\0';
-	return gw_password_hash(pw, v->dummy);
-}
-
 int gw_verify_open(struct gw *g)
 {
 	struct gw_verify *v = &g->verify;
 	uint32_t cap = (uint32_t)g->cfg.max_pending_logins;
 	unsigned want = (unsigned)g->cfg.login_verify_threads;
 
-	if (sodium_init() < 0 || make_dummy(v) < 0) {
+	if (sodium_init() < 0 || creds_dummy_hash(v->dummy) < 0) {
 		log_err("libsodium cannot start");
 		return -ENOMEM;
 	}

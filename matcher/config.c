@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "creds.h"
 #include "matcher_private.h"
 #include "risk_admin.h"
 
@@ -107,6 +108,35 @@ static const struct config_key matcher_keys[] = {
 	  "while live, tell the sequencers how far this replica has applied the tape every this "
 	  "many events (and every 100 ms), so that the tape never runs further ahead of it than "
 	  "their flow_window (0: never: this replica may drop tape datagrams when it falls behind)" },
+	{ "feed", "a_group", CONFIG_STRING, OFF(feed_a_group), 64, "", 0, 0, NULL,
+	  "multicast group:port of this partition's ITCH 5.0 feed A (replica 0 publishes it; "
+	  "empty, with b_group, for no feed)" },
+	{ "feed", "b_group", CONFIG_STRING, OFF(feed_b_group), 64, "", 0, 0, NULL,
+	  "multicast group:port of feed B, the same stream (replica 1 publishes it)" },
+	{ "feed", "session", CONFIG_STRING, OFF(feed_session), 16, "ITCH", 0, 0, NULL,
+	  "MoldUDP64 session of the feed's first trading day (later days: its first 4 "
+	  "characters and the day in 6 digits)" },
+	{ "feed", "retrans", CONFIG_STRING, OFF(feed_retrans), 64, "", 0, 0, NULL,
+	  "host:port where this replica answers the feed's MoldUDP64 retransmission requests "
+	  "(empty: none)" },
+	{ "feed", "glimpse", CONFIG_STRING, OFF(feed_glimpse), 64, "", 0, 0, NULL,
+	  "host:port (TCP) of this replica's GLIMPSE 5.0 snapshot server: SoupBinTCP, the "
+	  "displayed book and the feed's next sequence number (needs a_group or b_group; "
+	  "empty: none)" },
+	{ "feed", "logins", CONFIG_STRING, OFF(feed_logins), 256, "", 0, 0, NULL,
+	  "GLIMPSE logins: a credentials file as the gateway's (lockstepctl passwd; "
+	  "empty: every login is rejected)" },
+	{ "feed", "glimpse_max", CONFIG_UINT, OFF(feed_glimpse_max), 0, "16", 1, 1024, NULL,
+	  "GLIMPSE sessions at once (one more connection is closed at once)" },
+	{ "feed", "locate_base", CONFIG_UINT, OFF(feed_locate_base), 0, "1", 1, 65535, NULL,
+	  "stock locate code of the first of [matcher] symbols (the others follow in order); "
+	  "give each partition its own range" },
+	{ "feed", "ring", CONFIG_UINT, OFF(feed_ring), 0, "1048576", 1024, 1 << 26, NULL,
+	  "feed messages kept in memory for retransmission" },
+	{ "feed", "takeover", CONFIG_DURATION, OFF(feed_takeover_ns), 0, "500ms", 1e6, 600e9,
+	  NULL,
+	  "a feed silent this long (times this replica's rank among its standbys) is taken "
+	  "over by this replica; it stands down when it hears another publisher" },
 	{ "matcher", "test_fault_diverge_at", CONFIG_UINT, OFF(test_fault_diverge_at), 0, "0", 0,
 	  0, NULL,
 	  "tests only: after the event at this tape seq, book an order that is not on the "
@@ -131,10 +161,26 @@ int matcher_config_check(const void *config, char *err, size_t errlen)
 			 cfg->max_tokens, cfg->max_orders);
 		return -EINVAL;
 	}
+	if (cfg->feed_glimpse[0] && !cfg->feed_a_group[0] && !cfg->feed_b_group[0]) {
+		snprintf(err, errlen, "[feed] glimpse needs the feed: a_group or b_group");
+		return -EINVAL;
+	}
 	/* the risk file reads (risk.h): --check-config catches a bad one */
 	if ((r = risk_file_load(cfg->risk_file, &risk, &n, err, errlen)) < 0)
 		return r;
 	free(risk);
+	/* and the GLIMPSE logins (creds.h) */
+	if (cfg->feed_glimpse[0] && cfg->feed_logins[0]) {
+		struct creds c = { 0 };
+		char why[512];
+
+		r = creds_load(&c, cfg->feed_logins, why, sizeof(why));
+		creds_fini(&c);
+		if (r < 0) {
+			snprintf(err, errlen, "[feed] logins: %s", why);
+			return r;
+		}
+	}
 	return 0;
 }
 

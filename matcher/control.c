@@ -8,6 +8,7 @@
 #include "counters.h"
 #include "daemon.h"
 #include "engine.h"
+#include "glimpse.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
 #include "macros.h"
@@ -53,6 +54,37 @@ static const struct counter_def extra_defs[] = {
 	COUNTER(user_token_quota),
 };
 
+/* The feed's (struct matcher_feed_stats, in its order), when it has one. */
+static const struct counter_def feed_defs[] = {
+	COUNTER(feed_messages), COUNTER(feed_packets), COUNTER(feed_send_errors),
+	COUNTER(feed_send_waits), COUNTER(feed_heartbeats), COUNTER(feed_requests),
+	COUNTER(feed_requests_bad), COUNTER(feed_requests_not_held), COUNTER(feed_requests_too_old),
+	COUNTER(feed_requests_refused), COUNTER(feed_resent), COUNTER(feed_budget_refused),
+	COUNTER(feed_takeovers), COUNTER(feed_stood_down), COUNTER(feed_foreign_malformed),
+	COUNTER(feed_caught_up), COUNTER(feed_listen_dropped),
+	COUNTER(feed_a_heard), COUNTER(feed_b_heard), COUNTER(feed_latency_count),
+	GAUGE(feed_latency_p50_ns), GAUGE(feed_latency_p99_ns), GAUGE(feed_latency_p999_ns),
+	GAUGE(feed_latency_max_ns),
+};
+_Static_assert(ARRAY_SIZE(feed_defs) == sizeof(struct matcher_feed_stats) / sizeof(uint64_t),
+	       "a name for every feed counter");
+
+/* GLIMPSE's (struct glimpse_stats, in its order), when it serves. */
+static const struct counter_def glimpse_defs[] = {
+	COUNTER(feed_glimpse_connections), GAUGE(feed_glimpse_sessions),
+	COUNTER(feed_glimpse_refused_full), COUNTER(feed_glimpse_logins),
+	COUNTER(feed_glimpse_logins_rejected), COUNTER(feed_glimpse_logins_unavailable),
+	COUNTER(feed_glimpse_login_timeouts), COUNTER(feed_glimpse_idle_timeouts),
+	COUNTER(feed_glimpse_write_stalls), COUNTER(feed_glimpse_protocol_errors),
+	COUNTER(feed_glimpse_logouts), COUNTER(feed_glimpse_snapshots),
+	COUNTER(feed_glimpse_snapshots_sent), COUNTER(feed_glimpse_bytes),
+	GAUGE(feed_glimpse_build_us), GAUGE(feed_glimpse_build_max_us),
+	GAUGE(feed_glimpse_image_bytes), GAUGE(feed_glimpse_image_messages),
+	COUNTER(feed_glimpse_verify_us),
+};
+_Static_assert(ARRAY_SIZE(glimpse_defs) == sizeof(struct glimpse_stats) / sizeof(uint64_t),
+	       "a name for every GLIMPSE counter");
+
 /* STATUS's pools: the engine's. */
 static void matcher_pools(const struct matcher *m, Lockstep__ControlReply *r)
 {
@@ -86,6 +118,12 @@ static void matcher_status(void *self, Lockstep__ControlReply *r)
 	r->market = (char *)(d.open ? "open" : "closed");
 	if (m->diverged)
 		r->message = m->div_msg;
+	if (m->feed) {
+		static char feed[200];
+
+		matcher_feed_describe(m, feed, sizeof(feed));
+		r->feed = feed;
+	}
 	matcher_pools(m, r);
 }
 
@@ -119,6 +157,15 @@ static void matcher_stats(void *self, struct counters *out)
 	};
 	_Static_assert(ARRAY_SIZE(extra) == ARRAY_SIZE(extra_defs), "a name for every value");
 	counters_add_table(out, extra_defs, extra, ARRAY_SIZE(extra));
+	if (matcher_feed_stats(m))
+		counters_add_table(out, feed_defs, (const uint64_t *)matcher_feed_stats(m),
+				   ARRAY_SIZE(feed_defs));
+	if (m->glimpse) {
+		struct glimpse_stats gs;
+
+		glimpse_get_stats(m->glimpse, &gs);
+		counters_add_table(out, glimpse_defs, (const uint64_t *)&gs, ARRAY_SIZE(glimpse_defs));
+	}
 	iopath_counters(&m->io, out);
 }
 

@@ -827,6 +827,11 @@ void engine_get_day(const struct engine *e, struct engine_day *out)
 	out->base = e->day_base;
 }
 
+uint64_t engine_time(const struct engine *e)
+{
+	return e->now_ns;
+}
+
 void engine_get_stats(const struct engine *e, struct engine_stats *out)
 {
 	*out = e->st;

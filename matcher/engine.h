@@ -384,6 +384,10 @@ struct engine_day {
 	uint64_t base;
 };
 void engine_get_day(const struct engine *e, struct engine_day *out);
+/* The tape time (ns since the epoch) of the last event applied or time
+ * advanced to (a loaded snapshot's until then): every replica at one tape
+ * position has the same. */
+uint64_t engine_time(const struct engine *e);
 
 /* How full each pool is: in use, and the size the config gave. Firms
  * (of logins and of limits) and named users count from the configuration

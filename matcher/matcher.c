@@ -17,6 +17,7 @@
 #include "convert.h"
 #include "engine.h"
 #include "exec.h"
+#include "glimpse.h"
 #include "log.h"
 #include "matcher.h"
 #include "matcher_private.h"
@@ -68,8 +69,10 @@ static void apply_day(struct matcher *m, uint64_t seq, uint64_t tape_ns,
 		log_notice("tape seq %llu: day %u %s, %llu resting orders canceled (reason E)",
 			   (unsigned long long)seq, d.day, d.open ? "opened" : "closed",
 			   (unsigned long long)(after.closed_cancels - before.closed_cancels));
-	if (after.day_ignored == before.day_ignored && c->kind == ENGINE_DAY_START)
+	if (after.day_ignored == before.day_ignored && c->kind == ENGINE_DAY_START) {
 		m->day_snapshot = 1;
+		matcher_feed_day_started(m);
+	}
 }
 
 /* An operator's risk command (rare), applied, and what it did logged. */
@@ -125,6 +128,7 @@ static int apply_event(struct matcher *m, uint64_t seq, const uint8_t *data, uin
 		return -EAGAIN;
 	m->cur_tape_seq = seq;
 	m->last_tape_ns = v.timestamp;
+	matcher_feed_begin(m, v.timestamp);
 	/* The conversion lockstep-replay's rebuild shares (matcher/convert.h). */
 	switch (convert_event(&v, m->cfg->partition, &cmd)) {
 	case CONVERT_SKIP:
@@ -405,6 +409,7 @@ static void tape_wakeup_end(struct matcher *m)
 	if (rx_holding(m->tape_rx))
 		rx_resume(m->tape_rx, m->now);
 	matcher_exec_flush(m);
+	matcher_feed_flush(m);
 	if (m->heard && rx_missing(m->tape_rx) == 0 && !rx_holding(m->tape_rx))
 		matcher_set_state(m, M_LIVE);
 	flow_status_send(m, m->now);
@@ -486,9 +491,11 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		matcher_set_state(m, M_CATCHING_UP);
 	m->tick_applied = matcher_applied(m);
 	matcher_exec_flush(m);
+	matcher_feed_flush(m);
 	flow_status_send(m, now);
 	rx_arm(m);
 	matcher_exec_heartbeat(m, now);
+	matcher_feed_tick(m, now);
 }
 
 /* --- set-up ---------------------------------------------------------------- */
@@ -688,6 +695,45 @@ static int open_buffers(struct matcher *m)
 	return 0;
 }
 
+/* [feed] glimpse: the GLIMPSE server (glimpse.h), its images built by
+ * feed.c on this loop. */
+static int open_glimpse(struct matcher *m)
+{
+	const struct matcher_config *c = m->cfg;
+	struct glimpse_config gc = {
+		.listen = c->feed_glimpse, .logins = c->feed_logins,
+		.max_sessions = (unsigned)c->feed_glimpse_max,
+	};
+	char why[600];
+	int err;
+
+	if (!c->feed_glimpse[0])
+		return 0;
+	err = glimpse_open(&m->glimpse, &gc, m->loop, matcher_feed_glimpse_image, m, why,
+			   sizeof(why));
+	if (err < 0)
+		log_err("[feed] glimpse: %s", why);
+	return err;
+}
+
+static void start_glimpse(struct matcher *m)
+{
+	int err;
+
+	if (!m->glimpse)
+		return;
+	if ((err = glimpse_start(m->glimpse)) < 0) {
+		log_err("GLIMPSE: no thread (%s): no snapshots", strerror(-err));
+		glimpse_close(m->glimpse);
+		m->glimpse = NULL;
+		return;
+	}
+	log_notice("GLIMPSE: snapshots on %s (TCP port %d), at most %llu sessions, logins %s",
+		   m->cfg->feed_glimpse, glimpse_port(m->glimpse),
+		   (unsigned long long)m->cfg->feed_glimpse_max,
+		   m->cfg->feed_logins[0] ? m->cfg->feed_logins : "(none: every login rejected)");
+}
+
 static void start_watchers(struct matcher *m)
 {
 	ev_io_init(&m->tape_io, on_tape, m->tape_fd, EV_READ);
@@ -703,6 +749,8 @@ static void start_watchers(struct matcher *m)
 	ev_init(&m->rx_timer, on_rx_timer);
 	m->rx_timer.data = m;
 	matcher_exec_start(m);
+	matcher_feed_start(m);
+	start_glimpse(m);
 	matcher_checkpoint_start(m);
 	if (m->cfg->test_fault_diverge_at)
 		log_warn("TEST FAULT ARMED: [matcher] test_fault_diverge_at = %llu: this replica "
@@ -731,7 +779,8 @@ int matcher_open(struct matcher **out, struct ev_loop *loop, const struct matche
 		m->snap_phase = cfg->replica % cfg->replicas * cfg->snapshot_interval / cfg->replicas;
 	snprintf(m->snap_dir, sizeof(m->snap_dir), "%s/snapshots", cfg->node.state_dir);
 	if ((err = open_engine(m, &ec)) < 0 || (err = open_buffers(m)) < 0 ||
-	    (err = open_tape_rx(m)) < 0 || (err = open_sockets(m)) < 0) {
+	    (err = open_tape_rx(m)) < 0 || (err = open_sockets(m)) < 0 ||
+	    (err = matcher_feed_open(m, &ec)) < 0 || (err = open_glimpse(m)) < 0) {
 		matcher_close(m);
 		return err;
 	}
@@ -754,6 +803,7 @@ void matcher_stop(struct matcher *m)
 		return;
 	}
 	matcher_exec_end(m);
+	matcher_feed_end(m);
 	log_notice("tape seq %llu applied, hash %016llx", (unsigned long long)matcher_applied(m),
 		   (unsigned long long)engine_hash(m->engine));
 }
@@ -767,6 +817,7 @@ void matcher_close(struct matcher *m)
 {
 	if (!m)
 		return;
+	glimpse_close(m->glimpse); /* its thread first: it asks this loop for images */
 	matcher_snapshot_reap(m);
 	matcher_snapshot_image_free(&m->snap_image);
 	if (m->loop) {
@@ -778,6 +829,7 @@ void matcher_close(struct matcher *m)
 		ev_timer_stop(m->loop, &m->tick);
 		ev_timer_stop(m->loop, &m->rx_timer);
 	}
+	matcher_feed_close(m);
 	iopath_close(&m->io); /* before the sockets it reads */
 	if (m->tape_fd >= 0)
 		close(m->tape_fd);

@@ -42,6 +42,10 @@ struct matcher_config {
 	 * events applied while live (0: none: this replica never holds the
 	 * tape back) */
 	uint64_t flow_status_every;
+	/* the public ITCH feed (matcher/feed.c): none when both groups are "" */
+	char feed_a_group[64], feed_b_group[64], feed_session[16], feed_retrans[64];
+	char feed_glimpse[64], feed_logins[256];
+	uint64_t feed_locate_base, feed_ring, feed_takeover_ns, feed_glimpse_max;
 };
 
 /* The [node] and [matcher] keys (matcher/config.c). */

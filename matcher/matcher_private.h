@@ -2,8 +2,10 @@
  * share. matcher.c holds the tape intake and the state machine, exec.c the
  * execution stream, checkpoint.c the replicas' votes, snapdir.c the
  * snapshot directory, control.c STATUS, STATS and the daemon_ops table,
- * config.c the [matcher] keys. A function shared among them is named
- * matcher_<file>_...; only these files include this header. */
+ * config.c the [matcher] keys, feed.c the ITCH feed and the GLIMPSE
+ * images (the GLIMPSE server is a module of its own, glimpse.h). A
+ * function shared among them is named matcher_<file>_...; only these
+ * files include this header. */
 #ifndef LOCKSTEP_MATCHER_PRIVATE_H
 #define LOCKSTEP_MATCHER_PRIVATE_H
 
@@ -148,6 +150,9 @@ struct matcher {
 	uint64_t snap_pending; /* its tape seq */
 	uint64_t snap_last; /* the newest complete snapshot's tape seq (or loaded one) */
 	uint64_t start_seq; /* the first tape seq to apply */
+	/* the feed's position in the snapshot loaded (snap_feed_loaded) */
+	struct matcher_snap_feed snap_feed;
+	int snap_feed_loaded;
 
 	/* checkpoints: peer k is ck_peer[k] (names in order of first report) */
 	int ck_fd;
@@ -180,6 +185,9 @@ struct matcher {
 
 	ev_timer tick;
 	struct matcher_stats st;
+
+	struct matcher_feed *feed; /* NULL: no feed configured */
+	struct glimpse *glimpse; /* NULL: no [feed] glimpse */
 };
 
 /* --- matcher.c: the tape intake and the state machine --- */
@@ -219,6 +227,55 @@ void matcher_exec_drop_unsent(struct matcher *m);
 void matcher_exec_heartbeat(struct matcher *m, uint64_t now);
 /* The end of session on the exec group. */
 void matcher_exec_end(struct matcher *m);
+
+/* --- feed.c: the public ITCH feed (feedgen.h), feeds A and B --- */
+
+struct matcher_feed;
+/* STATS lists these (control.c). */
+struct matcher_feed_stats {
+	uint64_t messages, packets, send_errors, send_waits, heartbeats;
+	uint64_t requests, requests_bad, requests_not_held, requests_too_old, requests_refused;
+	uint64_t resent;
+	uint64_t budget_refused, takeovers, stood_down, foreign_malformed;
+	uint64_t caught_up; /* messages sent again from the ring on becoming a publisher */
+	uint64_t listen_dropped; /* datagrams of the feeds heard, dropped by the kernel */
+	uint64_t heard[2]; /* packets of another sender on feed A, on feed B */
+	/* messages sent, and their latency since start: from the tape time of
+	 * the event that made each (the sequencer's clock) to the sendmmsg of
+	 * its datagram (this host's: the same clock on one host, else as
+	 * synchronised as PTP makes them) */
+	uint64_t latency_count, latency_p50_ns, latency_p99_ns, latency_p999_ns, latency_max_ns;
+};
+
+/* Sets up the feed when [feed] names a group (else m->feed stays NULL and
+ * every call below does nothing): its generator, its ring, its sockets,
+ * and the engine's market data reports. 0 or a negative errno (logged). */
+int matcher_feed_open(struct matcher *m, const struct engine_config *ec);
+void matcher_feed_start(struct matcher *m);
+void matcher_feed_close(struct matcher *m);
+/* Before each tape event is applied, with its tape time. */
+void matcher_feed_begin(struct matcher *m, uint64_t tape_ns);
+/* Sends the packets built (end of a wakeup, like the exec stream). */
+void matcher_feed_flush(struct matcher *m);
+/* Every tick: who publishes what (takeover), heartbeats. */
+void matcher_feed_tick(struct matcher *m, uint64_t now);
+/* At a stop: the last packets and a heartbeat. */
+void matcher_feed_end(struct matcher *m);
+/* The stream's position for a snapshot: out, or NULL (no feed, or the
+ * position unknown). At open the feed takes m->snap_feed's when a snapshot
+ * was loaded. */
+const struct matcher_snap_feed *matcher_feed_position(const struct matcher *m,
+						     struct matcher_snap_feed *out);
+/* A START_OF_DAY was applied: an unknown position is known again. */
+void matcher_feed_day_started(struct matcher *m);
+const struct matcher_feed_stats *matcher_feed_stats(const struct matcher *m);
+/* One line for STATUS. */
+void matcher_feed_describe(const struct matcher *m, char *out, size_t cap);
+/* GLIMPSE's build (glimpse_build_fn; ctx: the matcher): the snapshot of
+ * the displayed book and the feed's position, or none when the feed would
+ * not be published (position unknown, not live, diverged). */
+struct glimpse_image;
+void matcher_feed_glimpse_image(void *ctx, struct glimpse_image *img);
 
 /* --- checkpoint.c: this replica's votes and the others' --- */
 

@@ -152,8 +152,9 @@ static void on_snap_written(struct ev_loop *loop, ev_async *w, int revents)
 /* The image of the state now, in m->snap_image: the loop's one pause. */
 static int snapshot_serialize(struct matcher *m, uint64_t seq)
 {
+	struct matcher_snap_feed pos;
 	uint64_t t0 = mono_ns();
-	int r = matcher_snapshot_image(&m->snap_image, m->engine);
+	int r = matcher_snapshot_image(&m->snap_image, m->engine, matcher_feed_position(m, &pos));
 
 	m->snap_stall_ns = mono_ns() - t0;
 	if (r < 0)
@@ -232,7 +233,8 @@ static int snapshot_load_seq(struct matcher *m, uint64_t seq, const char *path,
 			     const char **why)
 {
 	struct matcher_snap_hdr h;
-	int r = matcher_snapshot_load(path, (uint32_t)m->cfg->partition, m->engine, &h, why);
+	int r = matcher_snapshot_load(path, (uint32_t)m->cfg->partition, m->engine, &h,
+				      &m->snap_feed, why);
 
 	if (r == 0 && h.seq != seq) {
 		r = -EBADMSG;
@@ -245,6 +247,7 @@ static int snapshot_load_seq(struct matcher *m, uint64_t seq, const char *path,
 	m->term = h.term;
 	m->commit = h.commit;
 	m->snap_last = h.seq;
+	m->snap_feed_loaded = 1;
 	log_notice("loaded snapshot %s: tape seq %llu, exec seq %llu, hash %016llx; "
 		   "replaying the tape from %llu",
 		   path, (unsigned long long)h.seq, (unsigned long long)h.exec_next,

@@ -57,12 +57,15 @@ static int image_put(void *ctx, const void *p, size_t len)
 	return 0;
 }
 
-int matcher_snapshot_image(struct matcher_snap_image *im, const struct engine *e)
+int matcher_snapshot_image(struct matcher_snap_image *im, const struct engine *e,
+			   const struct matcher_snap_feed *feed)
 {
+	struct matcher_snap_feed none = { 0 };
 	int r;
 
 	im->len = 0;
-	if ((r = engine_snapshot_write(e, image_put, im)) < 0)
+	if ((r = engine_snapshot_write(e, image_put, im)) < 0 ||
+	    (r = image_put(im, feed ? feed : &none, sizeof(none))) < 0)
 		return r;
 	im->crc = crc32c(0, im->buf, im->len);
 	return 0;
@@ -96,10 +99,11 @@ int matcher_snapshot_write_image(const char *dir, struct matcher_snap_hdr *h,
 	return durable_write(path, iov, 3, 0640);
 }
 
-int matcher_snapshot_write(const char *dir, struct matcher_snap_hdr *h, const struct engine *e)
+int matcher_snapshot_write(const char *dir, struct matcher_snap_hdr *h, const struct engine *e,
+			   const struct matcher_snap_feed *feed)
 {
 	struct matcher_snap_image im = { 0 };
-	int r = matcher_snapshot_image(&im, e);
+	int r = matcher_snapshot_image(&im, e, feed);
 
 	h->hash = engine_hash(e);
 	if (r == 0)
@@ -142,8 +146,10 @@ static int snap_get(void *ctx, void *p, size_t len)
 }
 
 int matcher_snapshot_load(const char *path, uint32_t partition, struct engine *e,
-			  struct matcher_snap_hdr *h, const char **why)
+			  struct matcher_snap_hdr *h, struct matcher_snap_feed *feed,
+			  const char **why)
 {
+	struct matcher_snap_feed pos = { 0 };
 	uint8_t hdr[MATCHER_SNAP_HDR_LEN];
 	uint32_t crcs[2];
 	struct snap_io io = { .fd = -1 };
@@ -163,7 +169,7 @@ int matcher_snapshot_load(const char *path, uint32_t partition, struct engine *e
 	if (memcmp(h->magic, SNAP_MAGIC, 8) != 0)
 		goto out_close;
 	*why = "another format version";
-	if (h->version != MATCHER_SNAP_VERSION)
+	if (h->version != MATCHER_SNAP_VERSION && h->version != 1)
 		goto out_close;
 	*why = "another partition's";
 	if (h->partition != partition)
@@ -204,10 +210,15 @@ int matcher_snapshot_load(const char *path, uint32_t partition, struct engine *e
 	*why = "content does not load (another symbol list or limits?)";
 	if ((r = engine_snapshot_read(e, snap_get, &io)) < 0)
 		goto out_close;
+	*why = "no feed position after the engine's state";
+	if (h->version >= 2 && (r = snap_get(&io, &pos, sizeof(pos))) < 0)
+		goto out_close;
 	*why = "loaded state's hash differs from the header's";
 	r = -EBADMSG;
 	if (io.left != 0 || engine_hash(e) != h->hash)
 		goto out_close;
+	if (feed)
+		*feed = pos;
 	r = 0;
 out_close:
 	free(io.buf);

@@ -1,6 +1,7 @@
 /* lockstepctl: talks to a lockstep daemon's control socket; `keygen` makes
  * and rotates cluster key files (ops/keygen.c); `passwd` hashes a login's
- * password for the gateway's credentials file (ops/passwd.c). */
+ * password for a credentials file, the gateway's or a matcher's GLIMPSE
+ * logins (ops/passwd.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -26,7 +27,7 @@ static void usage(FILE *out)
 	      "\n"
 	      "Talks to one lockstep daemon through its control socket, writes the\n"
 	      "cluster key file its [node] key_file names, or hashes a password for a\n"
-	      "gateway's credentials file.\n"
+	      "credentials file (a gateway's, or a matcher's GLIMPSE logins).\n"
 	      "\n"
 	      "Commands:\n"
 	      "  status            role, state, term, positions, state hash, io path,\n"
@@ -135,6 +136,10 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 			printf(", \"market\": ");
 			json_str(r->market);
 		}
+		if (r->feed && r->feed[0]) {
+			printf(", \"feed\": ");
+			json_str(r->feed);
+		}
 		for (size_t i = 0; i < r->n_pools; i++) {
 			printf("%s", i ? ", " : ", \"pools\": {");
 			json_str(r->pools[i]->name);
@@ -169,6 +174,8 @@ static void print_status(const Lockstep__ControlReply *r, int json)
 		printf(" day=%u", r->day);
 	if (r->market && r->market[0])
 		printf(" market=%s", r->market);
+	if (r->feed && r->feed[0])
+		printf(" feed=\"%s\"", r->feed);
 	print_pools(r);
 	if (r->message && r->message[0])
 		printf(" (%s)", r->message);

@@ -24,6 +24,15 @@ need_built() {
 		[ -x "$top_builddir/$b" ] || fail "$top_builddir/$b not built"
 	done
 }
+# asan_build: 0 when the daemons were built with AddressSanitizer (ops/check's
+# second build, where everything runs several times slower): a test may
+# leave out there a part that the plain build covers.
+asan_build() {
+	case "$(nm -D "$top_builddir/lockstep-matcher" 2>/dev/null || true)" in
+	*__asan_init*) return 0 ;;
+	esac
+	return 1
+}
 # skip_unless_built NAME: skips (77) the test when program NAME is not built.
 skip_unless_built() { [ -x "$top_builddir/$1" ] || skip "$1 not built"; }
 

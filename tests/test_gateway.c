@@ -30,15 +30,15 @@
 
 START_TEST(cred_valid)
 {
-	struct gw_cred c;
+	struct cred c;
 	char err[256];
 
-	ck_assert_int_eq(gw_cred_parse("tradr1", "pw1 frma", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_parse("tradr1", "pw1 frma", &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.login, "TRADR1");
 	ck_assert_str_eq(c.password, "pw1");
 	ck_assert_str_eq(c.firm, "FRMA");
 	ck_assert_int_eq(c.cancel_on_disconnect, 0);
-	ck_assert_int_eq(gw_cred_parse("A", "  p\tF   cancel_on_disconnect ", &c, err, sizeof(err)),
+	ck_assert_int_eq(creds_parse("A", "  p\tF   cancel_on_disconnect ", &c, err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(c.cancel_on_disconnect, 1);
 	ck_assert_str_eq(c.firm, "F");
@@ -49,26 +49,26 @@ END_TEST
  * password (no prefix, nothing longer), nothing for no login. */
 START_TEST(cred_password_check)
 {
-	struct gw_cred c;
+	struct cred c;
 	char err[256];
 
-	ck_assert_int_eq(gw_cred_parse("tradr1", "PassW0rd FRMA", &c, err, sizeof(err)), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rd"), 1);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "passw0rd"), 1);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PASSW0RD"), 1);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0r"), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rdX"), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rd\x01"), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW1rd"), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, ""), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "PassW0rd123"), 0); /* 11: too long */
-	ck_assert_int_eq(gw_cred_password_ok(NULL, ""), 0);
-	ck_assert_int_eq(gw_cred_password_ok(NULL, "PassW0rd"), 0);
+	ck_assert_int_eq(creds_parse("tradr1", "PassW0rd FRMA", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "PassW0rd"), 1);
+	ck_assert_int_eq(creds_password_ok(&c, "passw0rd"), 1);
+	ck_assert_int_eq(creds_password_ok(&c, "PASSW0RD"), 1);
+	ck_assert_int_eq(creds_password_ok(&c, "PassW0r"), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "PassW0rdX"), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "PassW0rd\x01"), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "PassW1rd"), 0);
+	ck_assert_int_eq(creds_password_ok(&c, ""), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "PassW0rd123"), 0); /* 11: too long */
+	ck_assert_int_eq(creds_password_ok(NULL, ""), 0);
+	ck_assert_int_eq(creds_password_ok(NULL, "PassW0rd"), 0);
 	/* '@' and '[' sit beside 'A' and 'Z': not letters, not folded */
-	ck_assert_int_eq(gw_cred_parse("tradr2", "AZ FRMA", &c, err, sizeof(err)), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "az"), 1);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "`z"), 0);
-	ck_assert_int_eq(gw_cred_password_ok(&c, "a{"), 0);
+	ck_assert_int_eq(creds_parse("tradr2", "AZ FRMA", &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "az"), 1);
+	ck_assert_int_eq(creds_password_ok(&c, "`z"), 0);
+	ck_assert_int_eq(creds_password_ok(&c, "a{"), 0);
 }
 END_TEST
 
@@ -99,10 +99,10 @@ static const struct {
 
 START_TEST(cred_invalid)
 {
-	struct gw_cred c = { .login = "KEEP" };
+	struct cred c = { .login = "KEEP" };
 	char err[256] = "";
 
-	ck_assert_int_eq(gw_cred_parse(bad_creds[_i].login, bad_creds[_i].value, &c, err,
+	ck_assert_int_eq(creds_parse(bad_creds[_i].login, bad_creds[_i].value, &c, err,
 				       sizeof(err)),
 			 -EINVAL);
 	ck_assert_msg(err[0] != '\0', "an error message for case %d", _i);
@@ -113,36 +113,36 @@ END_TEST
 START_TEST(creds_file)
 {
 	char path[] = "/tmp/test_gateway_credsXXXXXX", err[512];
-	struct gw_creds c = { 0 };
-	const struct gw_cred *f;
+	struct creds c = { 0 };
+	const struct cred *f;
 	int fd = mkstemp(path);
 	FILE *fp = fdopen(fd, "w");
 
 	fputs("; logins\n[logins]\nTRADR1 = pw1 FRMA\ntradr2 = pw2 FRMB cancel_on_disconnect\n", fp);
 	fclose(fp);
-	ck_assert_int_eq(gw_creds_load(&c, path, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_load(&c, path, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.n, 2);
-	f = gw_creds_find(&c, "tradr2");
+	f = creds_find(&c, "tradr2");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(f->cancel_on_disconnect, 1);
-	ck_assert_ptr_nonnull(gw_creds_find(&c, "TRADR1"));
-	ck_assert_ptr_nonnull(gw_creds_find(&c, "TRADR1 "));
-	ck_assert_ptr_null(gw_creds_find(&c, "TRADR3"));
-	ck_assert_ptr_null(gw_creds_find(&c, ""));
-	gw_creds_fini(&c);
+	ck_assert_ptr_nonnull(creds_find(&c, "TRADR1"));
+	ck_assert_ptr_nonnull(creds_find(&c, "TRADR1 "));
+	ck_assert_ptr_null(creds_find(&c, "TRADR3"));
+	ck_assert_ptr_null(creds_find(&c, ""));
+	creds_fini(&c);
 
 	fp = fopen(path, "w");
 	fputs("[logins]\nTRADR1 = pw1 FRMA\ntradr1 = pw2 FRMB\n", fp);
 	fclose(fp);
-	ck_assert_int_lt(gw_creds_load(&c, path, err, sizeof(err)), 0);
+	ck_assert_int_lt(creds_load(&c, path, err, sizeof(err)), 0);
 	ck_assert_ptr_nonnull(strstr(err, "twice"));
-	gw_creds_fini(&c);
+	creds_fini(&c);
 
 	fp = fopen(path, "w");
 	fputs("[other]\nTRADR1 = pw1 FRMA\n", fp);
 	fclose(fp);
-	ck_assert_int_lt(gw_creds_load(&c, path, err, sizeof(err)), 0);
-	gw_creds_fini(&c);
+	ck_assert_int_lt(creds_load(&c, path, err, sizeof(err)), 0);
+	creds_fini(&c);
 	unlink(path);
 }
 END_TEST
@@ -151,21 +151,21 @@ END_TEST
  * alphanumerics. */
 START_TEST(password_normalise)
 {
-	char out[GW_PASSWORD_LEN + 1] = "KEEP";
+	char out[CREDS_PASSWORD_LEN + 1] = "KEEP";
 
-	ck_assert_int_eq(gw_password_normalise("pw1", out), 0);
+	ck_assert_int_eq(creds_password_normalise("pw1", out), 0);
 	ck_assert_str_eq(out, "PW1");
-	ck_assert_int_eq(gw_password_normalise("PassW0rd  ", out), 0);
+	ck_assert_int_eq(creds_password_normalise("PassW0rd  ", out), 0);
 	ck_assert_str_eq(out, "PASSW0RD");
-	ck_assert_int_eq(gw_password_normalise("abcdefghij", out), 0);
+	ck_assert_int_eq(creds_password_normalise("abcdefghij", out), 0);
 	ck_assert_str_eq(out, "ABCDEFGHIJ");
 	strcpy(out, "KEEP");
-	ck_assert_int_eq(gw_password_normalise("", out), -EINVAL);
-	ck_assert_int_eq(gw_password_normalise("   ", out), -EINVAL);
-	ck_assert_int_eq(gw_password_normalise(" pw", out), -EINVAL);
-	ck_assert_int_eq(gw_password_normalise("p w", out), -EINVAL);
-	ck_assert_int_eq(gw_password_normalise("abcdefghijk", out), -EINVAL);
-	ck_assert_int_eq(gw_password_normalise("p@ss", out), -EINVAL);
+	ck_assert_int_eq(creds_password_normalise("", out), -EINVAL);
+	ck_assert_int_eq(creds_password_normalise("   ", out), -EINVAL);
+	ck_assert_int_eq(creds_password_normalise(" pw", out), -EINVAL);
+	ck_assert_int_eq(creds_password_normalise("p w", out), -EINVAL);
+	ck_assert_int_eq(creds_password_normalise("abcdefghijk", out), -EINVAL);
+	ck_assert_int_eq(creds_password_normalise("p@ss", out), -EINVAL);
 	ck_assert_str_eq(out, "KEEP");
 }
 END_TEST
@@ -175,27 +175,27 @@ END_TEST
  * much is refused when the file is read. */
 START_TEST(cred_hash)
 {
-	char h[GW_HASH_LEN], value[GW_HASH_LEN + 32], err[256], pw[GW_PASSWORD_LEN + 1];
-	struct gw_cred c;
+	char h[CREDS_HASH_LEN], value[CREDS_HASH_LEN + 32], err[256], pw[CREDS_PASSWORD_LEN + 1];
+	struct cred c;
 
-	ck_assert_int_eq(gw_password_normalise("PassW0rd", pw), 0);
-	ck_assert_int_eq(gw_password_hash(pw, h), 0);
+	ck_assert_int_eq(creds_password_normalise("PassW0rd", pw), 0);
+	ck_assert_int_eq(creds_password_hash(pw, h), 0);
 	ck_assert_int_eq(strncmp(h, "$argon2id$v=19$m=12288,t=3,p=1$", 31), 0);
 	snprintf(value, sizeof(value), "%s FRMA cancel_on_disconnect", h);
-	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_parse("tradr1", value, &c, err, sizeof(err)), 0);
 	ck_assert_str_eq(c.hash, h);
 	ck_assert_str_eq(c.password, "");
 	ck_assert_str_eq(c.firm, "FRMA");
 	ck_assert_int_eq(c.cancel_on_disconnect, 1);
-	ck_assert_int_eq(gw_hash_check(h, err, sizeof(err)), 0);
-	ck_assert_int_eq(gw_password_normalise("passw0rd", pw), 0);
-	ck_assert_int_eq(gw_password_verify(c.hash, pw), 1);
-	ck_assert_int_eq(gw_password_normalise("PASSW0RD  ", pw), 0);
-	ck_assert_int_eq(gw_password_verify(c.hash, pw), 1);
-	ck_assert_int_eq(gw_password_verify(c.hash, "PASSW0R"), 0);
-	ck_assert_int_eq(gw_password_verify(c.hash, "PassW0rd"), 0); /* not normalised */
+	ck_assert_int_eq(creds_hash_check(h, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_password_normalise("passw0rd", pw), 0);
+	ck_assert_int_eq(creds_password_verify(c.hash, pw), 1);
+	ck_assert_int_eq(creds_password_normalise("PASSW0RD  ", pw), 0);
+	ck_assert_int_eq(creds_password_verify(c.hash, pw), 1);
+	ck_assert_int_eq(creds_password_verify(c.hash, "PASSW0R"), 0);
+	ck_assert_int_eq(creds_password_verify(c.hash, "PassW0rd"), 0); /* not normalised */
 	/* a plaintext password is no hash: not verified as one */
-	ck_assert_int_eq(gw_password_verify("PW1", "PW1"), 0);
+	ck_assert_int_eq(creds_password_verify("PW1", "PW1"), 0);
 
 	static const char *const bad[] = {
 		"$argon2i$v=19$m=12288,t=3,p=1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGg",
@@ -209,42 +209,42 @@ START_TEST(cred_hash)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(value, sizeof(value), "%s FRMA", bad[i]);
 		err[0] = '\0';
-		ck_assert_msg(gw_cred_parse("tradr1", value, &c, err, sizeof(err)) == -EINVAL,
+		ck_assert_msg(creds_parse("tradr1", value, &c, err, sizeof(err)) == -EINVAL,
 			      "bad hash %zu taken", i);
 		ck_assert_ptr_nonnull(strstr(err, "hash"));
 	}
 	/* well formed, but too costly for every failed login to pay */
 	snprintf(value, sizeof(value), "$argon2id$v=19$m=1048576,t=3,p=1$%s FRMA", h + 31);
-	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(creds_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "costs"));
 	snprintf(value, sizeof(value), "$argon2id$v=19$m=12288,t=99,p=1$%s FRMA", h + 31);
-	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(creds_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "costs"));
 	/* the hash cut short by one character, or one too long */
 	snprintf(value, sizeof(value), "%.*s FRMA", (int)strlen(h) - 1, h);
-	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(creds_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
 	snprintf(value, sizeof(value), "%sA FRMA", h);
-	ck_assert_int_eq(gw_cred_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(creds_parse("tradr1", value, &c, err, sizeof(err)), -EINVAL);
 }
 END_TEST
 
 /* A file of both kinds loads; the plaintext entries are named. */
 START_TEST(creds_plaintext_named)
 {
-	char path[] = "/tmp/test_gateway_credsXXXXXX", err[512], h[GW_HASH_LEN], names[64];
-	struct gw_creds c = { 0 };
+	char path[] = "/tmp/test_gateway_credsXXXXXX", err[512], h[CREDS_HASH_LEN], names[64];
+	struct creds c = { 0 };
 	int fd = mkstemp(path);
 	FILE *fp = fdopen(fd, "w");
 
-	ck_assert_int_eq(gw_password_hash("PW2", h), 0);
+	ck_assert_int_eq(creds_password_hash("PW2", h), 0);
 	fprintf(fp, "[logins]\nTRADR1 = pw1 FRMA\nTRADR2 = %s FRMB\nTRADR3 = pw3 FRMA\n", h);
 	fclose(fp);
-	ck_assert_int_eq(gw_creds_load(&c, path, err, sizeof(err)), 0);
+	ck_assert_int_eq(creds_load(&c, path, err, sizeof(err)), 0);
 	ck_assert_uint_eq(c.n, 3);
-	ck_assert_uint_eq(gw_creds_plaintext(&c, names, sizeof(names)), 2);
+	ck_assert_uint_eq(creds_plaintext(&c, names, sizeof(names)), 2);
 	ck_assert_str_eq(names, "TRADR1, TRADR3");
-	ck_assert_str_eq(gw_creds_find(&c, "tradr2")->hash, h);
-	gw_creds_fini(&c);
+	ck_assert_str_eq(creds_find(&c, "tradr2")->hash, h);
+	creds_fini(&c);
 	unlink(path);
 }
 END_TEST
@@ -685,10 +685,10 @@ static void rig_open_ex(struct rig *r, char extra[][160], int n_extra)
 
 	snprintf(r->dir, sizeof(r->dir), "/tmp/test_gateway_%d", (int)getpid());
 	snprintf(creds, sizeof(creds), "%s.creds", r->dir);
-	static char pw3[GW_HASH_LEN]; /* TRADR3's, hashed once */
+	static char pw3[CREDS_HASH_LEN]; /* TRADR3's, hashed once */
 
 	if (!pw3[0])
-		ck_assert_int_eq(gw_password_hash("PW3", pw3), 0);
+		ck_assert_int_eq(creds_password_hash("PW3", pw3), 0);
 	f = fopen(creds, "w");
 	fprintf(f, "[logins]\nTRADR1 = pw1 FRMA\nTRADR2 = pw2 FRMB cancel_on_disconnect\n"
 		   "TRADR3 = %s FRMA\n", pw3);

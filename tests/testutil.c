@@ -1,5 +1,6 @@
 /* The unit tests' shared helpers: running a suite, private temporary
  * directories and bounded waits on descriptors (tests/testutil.h). */
+#include "engine.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -63,4 +64,27 @@ int testutil_wait_readable(int fd, int ms)
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
 	return poll(&p, 1, ms) == 1;
+}
+
+void testutil_enter(struct engine_cmd *c, const char *user, const char *firm, const char *token,
+		    char side, uint32_t shares, const char *stock, uint32_t price, char display)
+{
+	struct ouch_enter_order *o = &c->u.enter;
+
+	memset(c, 0, sizeof(*c));
+	c->kind = ENGINE_ENTER;
+	snprintf(c->user, sizeof(c->user), "%s", user);
+	snprintf(c->firm, sizeof(c->firm), "%s", firm);
+	snprintf(o->token, sizeof(o->token), "%s", token);
+	o->side = side;
+	o->shares = shares;
+	snprintf(o->stock, sizeof(o->stock), "%s", stock);
+	o->price = price;
+	o->tif = OUCH_TIF_SYSTEM_HOURS;
+	snprintf(o->firm, sizeof(o->firm), "%s", firm);
+	o->display = display;
+	o->capacity = OUCH_CAP_AGENCY;
+	o->iso = 'N';
+	o->cross_type = OUCH_CROSS_NONE;
+	o->customer_type = ' ';
 }

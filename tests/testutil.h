@@ -1,10 +1,12 @@
 /* The unit tests' shared helpers (tests/testutil.c): running a suite,
- * private temporary directories and bounded waits on descriptors. */
+ * private temporary directories, bounded waits on descriptors, an engine
+ * command. */
 #ifndef LOCKSTEP_TESTUTIL_H
 #define LOCKSTEP_TESTUTIL_H
 
 #include <check.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The end of every unit test's main(): runs the suite (in one process with
  * nofork, where cases share what they found), frees the runner and turns
@@ -27,5 +29,12 @@ int testutil_rm_rf(const char *path);
 
 /* 1 when fd is readable within ms milliseconds (poll), else 0. */
 int testutil_wait_readable(int fd, int ms);
+
+/* An engine's Enter command (matcher/engine.h): a day limit order of user
+ * and firm (the Enter's firm field too), capacity agency, not ISO, no
+ * cross, min_qty 0. */
+struct engine_cmd;
+void testutil_enter(struct engine_cmd *c, const char *user, const char *firm, const char *token,
+		    char side, uint32_t shares, const char *stock, uint32_t price, char display);
 
 #endif

@@ -53,6 +53,7 @@ struct bench_options {
 	int auth_off; /* --auth off: the sequencer component untagged */
 	char fsync[16]; /* --fsync: the sequencer component's [sequencer] fsync ("": disk) */
 	double flood; /* --flood: session 0 sends Enters at this rate, unmeasured (0: none) */
+	const char *book_out; /* --book-out: the book the answers imply is written here */
 };
 extern struct bench_options opt;
 
@@ -105,6 +106,8 @@ void mix_accept(const struct ouch_enter_order *e, uint64_t order_ref, struct ouc
 
 /* ---- session.c: one OUCH session of the load ----------------------------------- */
 
+struct book_tok;
+
 /* One per token a session used (Enter or Replace). */
 struct tok {
 	uint64_t planned; /* the Enter's or Replace's planned send time */
@@ -132,6 +135,7 @@ struct bsession {
 	uint64_t last_tx;
 	int lost;
 	int flood; /* --flood's session: its answers are counted in `flood`, not timed */
+	struct book_tok *book; /* --book-out: tok's twin, one per token; else NULL */
 };
 
 /* --flood: what session 0 sent, and what came back. */
@@ -196,6 +200,61 @@ void session_send(struct bsession *s, uint64_t planned);
  * then Canceled; nothing rests), untracked (session_can_queue() said yes). */
 void session_send_flood(struct bsession *s, uint32_t i);
 
+/* --book-out: the orders resting on the book according to the answers.
+ * Calls fn for each order of session s that an Accepted or Replaced put
+ * on the book live and that no answer since took off (open shares left);
+ * and counts the IOC orders accepted whose end (an execution of their last
+ * share, or their Canceled) has not come yet. */
+void session_book_each(const struct bsession *s,
+		       void (*fn)(void *ctx, const struct book_tok *b, uint32_t open), void *ctx);
+uint64_t session_book_ioc_open(const struct bsession *s);
+/* The index of a token of session s (whatever the session's count of
+ * tokens), or -1 when it is not one of its tokens. */
+int64_t session_token_index(const struct bsession *s, const char *tok);
+
+/* ---- book.c: --book-out, the book the OUCH answers imply ------------------------ */
+
+/* What the Accepted, or the Replaced, of a token said of the order. */
+struct book_tok {
+	uint64_t ref; /* Order Reference Number */
+	uint32_t price;
+	char stock[OUCH_STOCK_LEN]; /* trimmed, NUL-padded: not NUL-terminated */
+	char side, display;
+	uint8_t booked; /* 1: the answer's state was Live */
+	uint8_t ioc; /* 1: its Time In Force was IOC (its end is due at once) */
+};
+
+/* Shares executed on the bench's orders, each liquidity: with the bench as
+ * the only trader every Removed has its Added in some session, and the
+ * book is complete only when they balance. */
+struct book_shares {
+	uint64_t removed, added;
+};
+extern struct book_shares book_shares;
+
+/* What the book still waits for after the last answer of an order. */
+struct book_wait {
+	uint64_t ioc_open; /* IOC orders accepted, their end not seen */
+	uint64_t one_sided; /* shares Removed beyond those Added */
+	uint64_t flood_unanswered; /* --flood's Enters without Accepted or Rejected */
+	uint64_t lost; /* flood orders not kept (out of memory): nothing to wait for */
+};
+
+/* The flood session's answers: its orders are not in its tok[] (the flood
+ * wraps its token numbers), so those that rest are kept here. */
+void book_flood_accepted(uint32_t index, const struct ouch_accepted *a);
+/* An execution (shares) or a Canceled (decrement; gone: not a user's
+ * partial cancel, the order is gone) of the flood's order index. */
+void book_flood_reduce(uint32_t index, uint32_t shares, int gone);
+/* Whether the book waits for answers (what for, and what was lost, in *w
+ * unless w is NULL): the drain goes on. */
+int book_waiting(struct bsession *ss, unsigned n, struct book_wait *w);
+/* Writes opt.book_out: one line "SYMBOL SIDE PRICE SHARES REF" per resting
+ * displayed order, sorted by symbol, side, price and reference. The lines
+ * written, or -1 with a message. */
+long book_write(struct bsession *ss, unsigned n);
+void book_fini(void);
+
 /* ---- load.c and report.c: the load, and what it reports -------------------------- */
 
 struct load {
@@ -216,6 +275,7 @@ struct load {
 struct load_figures {
 	double cpu_self, secs, wall, achieved;
 	uint64_t in_flight;
+	long book_orders; /* the lines of --book-out; -1 without, or when not written */
 };
 
 extern unsigned n_sessions;

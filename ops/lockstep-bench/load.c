@@ -131,7 +131,9 @@ static int load_session_init(struct load *l, unsigned i, uint64_t run)
 	s->cap_tok = (uint32_t)l->cap;
 	s->tok = calloc(l->cap, sizeof(*s->tok));
 	s->live = calloc(l->cap, sizeof(*s->live));
-	if (!s->tok || !s->live) {
+	if (opt.book_out && !s->flood)
+		s->book = calloc(l->cap, sizeof(*s->book));
+	if (!s->tok || !s->live || (opt.book_out && !s->flood && !s->book)) {
 		fprintf(stderr, PROG ": out of memory for %llu tokens\n", (unsigned long long)l->cap);
 		return 1;
 	}
@@ -273,9 +275,10 @@ static uint64_t load_poll(struct load *l, struct pollfd *pf, int64_t wait_ns)
 }
 
 /* The run: sending while the load lasts, then draining (every order
- * answered and every match seen from both sides, or --timeout after the
- * last order, or a second after an interrupt; SIGUSR1 ends the sending as
- * the end of --duration would). The losses are sampled
+ * answered, every match seen from both sides and, with --book-out, what
+ * the book still waits for arrived; or --timeout after the last order, or a
+ * second after an interrupt; SIGUSR1 ends the sending as the end of
+ * --duration would). The losses are sampled
  * before the first order is planned: their control calls delay nothing. */
 static void load_loop(struct load *l)
 {
@@ -306,7 +309,8 @@ static void load_loop(struct load *l)
 			l->deadline = l->now + (uint64_t)(opt.timeout * 1e9);
 		load_flush(l, pf);
 		in_flight = load_poll(l, pf, wait_ns);
-		if (!sending && in_flight == 0 && match_open == 0)
+		if (!sending && in_flight == 0 && match_open == 0 &&
+		    !(opt.book_out && book_waiting(sessions, n_sessions, NULL)))
 			break;
 		if (l->deadline && l->now >= l->deadline)
 			break;
@@ -315,10 +319,36 @@ static void load_loop(struct load *l)
 	}
 }
 
+/* --book-out: the file, and whether the book is complete (0, or 1 with a
+ * message: the file may miss an order's last answer). The lines written in
+ * f->book_orders. */
+static int load_book(const struct load *l, struct load_figures *f)
+{
+	struct book_wait w;
+	int rc = 0;
+
+	f->book_orders = book_write(sessions, n_sessions);
+	if (f->book_orders < 0)
+		rc = 1;
+	if (book_waiting(sessions, n_sessions, &w) || w.lost || f->in_flight || l->aborted) {
+		fprintf(stderr,
+			PROG ": --book-out %s is not the whole book: %llu orders unanswered, %llu IOC "
+			"orders without their end, %llu shares executed without the resting side's "
+			"Executed, %llu flood orders unanswered, %llu not kept%s\n",
+			opt.book_out, (unsigned long long)f->in_flight,
+			(unsigned long long)w.ioc_open, (unsigned long long)w.one_sided,
+			(unsigned long long)w.flood_unanswered, (unsigned long long)w.lost,
+			l->aborted ? ", a session lost" : "");
+		rc = 1;
+	}
+	book_fini();
+	return rc;
+}
+
 /* The report, and the exit status. */
 static int load_finish(struct load *l)
 {
-	struct load_figures f = { 0 };
+	struct load_figures f = { .book_orders = -1 };
 	uint64_t end;
 	int rc = 0;
 
@@ -331,6 +361,8 @@ static int load_finish(struct load *l)
 	f.achieved = f.secs > 0 ? (double)counts.measured_answered / f.secs : 0;
 	for (unsigned i = 0; i < n_sessions; i++)
 		f.in_flight += sessions[i].in_flight;
+	if (opt.book_out)
+		rc |= load_book(l, &f);
 	report_text(l, &f);
 	if (opt.json && report_json(l, &f) < 0)
 		rc = 1;

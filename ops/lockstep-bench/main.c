@@ -100,6 +100,17 @@ static void usage(FILE *f)
 	      "                           (a core each; the daemons sleep in epoll)\n"
 	      "  -j, --json FILE          also write the results as JSON (cpu_ns_per_order,\n"
 	      "                           kernel_udp, daemon_losses and more: man page)\n"
+	      "      --book-out FILE      after the run, the book the sessions' OUCH answers\n"
+	      "                           imply: a line SYMBOL SIDE PRICE SHARES REF per order\n"
+	      "                           resting and displayed (Display not 'N'); SIDE B or S\n"
+	      "                           (S, T, E), PRICE as in OUCH (4 decimals implied),\n"
+	      "                           SHARES open, REF the Accepted's or Replaced's order\n"
+	      "                           reference number; sorted by symbol (bytes), side,\n"
+	      "                           price and REF (numbers: sort both files with\n"
+	      "                           LC_ALL=C sort before a diff). The drain also waits\n"
+	      "                           for each IOC order's end and the resting side of\n"
+	      "                           each execution (the bench the only trader); exit 1\n"
+	      "                           when the book may be incomplete\n"
 	      "      --png FILE           and the latency percentile curves (gnuplot)\n"
 	      "  -q, --quiet              (accepted for compatibility; the report is short)\n"
 	      "\n"
@@ -132,7 +143,7 @@ enum {
 	O_MAX = 256, O_DURATION, O_WARMUP, O_MIX, O_DEPTH, O_CLUSTER, O_PIDS, O_BASELINE, O_SPIN,
 	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING,
 	O_MAX_USER_TOKENS, O_RISK_FILE, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
-	O_ECHO, O_AUTH, O_FSYNC, O_FLOOD,
+	O_ECHO, O_AUTH, O_FSYNC, O_FLOOD, O_BOOK_OUT,
 };
 
 /* Parses the options into opt and m: -1 to go on, else the exit status. */
@@ -163,6 +174,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		{ "auth", required_argument, NULL, O_AUTH },
 		{ "fsync", required_argument, NULL, O_FSYNC },
 		{ "flood", required_argument, NULL, O_FLOOD },
+		{ "book-out", required_argument, NULL, O_BOOK_OUT },
 		{ "relay", required_argument, NULL, O_RELAY }, { "to", required_argument, NULL, O_TO },
 		{ "echo", required_argument, NULL, O_ECHO },
 		{ NULL, 0, NULL, 0 },
@@ -225,6 +237,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 			snprintf(opt.fsync, sizeof(opt.fsync), "%s", optarg);
 			break;
 		case O_FLOOD: opt.flood = atof(optarg); break;
+		case O_BOOK_OUT: opt.book_out = optarg; break;
 		case O_RELAY: m->relay = optarg; break;
 		case O_TO: m->to = optarg; break;
 		case O_ECHO: m->echo = optarg; break;
@@ -326,6 +339,10 @@ static int check_load_options(const struct modes *m)
 	}
 	if (opt.duration > 0 && m->orders_given) {
 		fprintf(stderr, PROG ": --orders or --duration, not both\n");
+		return 2;
+	}
+	if (opt.book_out && opt.baseline) {
+		fprintf(stderr, PROG ": --book-out: the baseline's echo keeps no book\n");
 		return 2;
 	}
 	if (opt.duration <= 0 && !m->orders_given)

@@ -211,6 +211,9 @@ void report_text(const struct load *l, const struct load_figures *f)
 	for (int k = 0; k < MIX_N; k++)
 		printf(" %s %u", mix_names[k], opt.mix[k]);
 	printf(" (weights); at most %u resting per session\n", opt.depth);
+	if (opt.book_out && f->book_orders >= 0)
+		printf("book:        %ld displayed orders resting by the answers, written to %s\n",
+		       f->book_orders, opt.book_out);
 	for (int h = 0; h < H_N; h++)
 		if (hists[h].count || h == H_ACCEPTED)
 			hist_print(&hists[h], stdout, h_labels[h], 1000.0);
@@ -305,6 +308,10 @@ int report_json(const struct load *l, const struct load_figures *fg)
 			flood.login, opt.flood, (unsigned long long)flood.sent,
 			(unsigned long long)flood.accepted, (unsigned long long)flood.throttled,
 			(unsigned long long)flood.rejected, (unsigned long long)flood.skipped);
+	if (opt.book_out && fg->book_orders >= 0)
+		fprintf(f, " \"book_orders\": %ld,\n", fg->book_orders);
+	else if (opt.book_out)
+		fprintf(f, " \"book_orders\": null,\n");
 	json_cpu_per_order(f);
 	losses_json(f);
 	fprintf(f, "}\n");

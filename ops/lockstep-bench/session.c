@@ -1,7 +1,8 @@
 /* lockstep-bench: one OUCH session of the load: its tokens, the orders it
  * sends (the mix, into a send buffer that keeps their planned times when the
  * gateway does not read), and the answers it reads back (counted, timed into
- * the latency histograms, and checked for both sides of every match). */
+ * the latency histograms, checked for both sides of every match, and with
+ * --book-out kept as what they say of each order: book.c writes the book). */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -51,8 +52,7 @@ static void token_of(const struct bsession *s, uint32_t i, char *tok)
 	tok[OUCH_TOKEN_LEN] = '\0';
 }
 
-/* The token index of a token of this session, or -1. */
-static int64_t index_of(const struct bsession *s, const char *tok)
+int64_t session_token_index(const struct bsession *s, const char *tok)
 {
 	uint32_t v = 0;
 
@@ -69,7 +69,15 @@ static int64_t index_of(const struct bsession *s, const char *tok)
 		else
 			return -1;
 	}
-	return v < s->n_tok ? (int64_t)v : -1;
+	return v;
+}
+
+/* The token index of a token this session used, or -1. */
+static int64_t index_of(const struct bsession *s, const char *tok)
+{
+	int64_t v = session_token_index(s, tok);
+
+	return v < s->n_tok ? v : -1;
 }
 
 static void live_add(struct bsession *s, uint32_t i)
@@ -163,6 +171,19 @@ static void match_record(const struct bsession *s, const struct ouch_executed *x
 	match_open += (uint64_t)(!m->bad && m->seen != 15) - (uint64_t)was_open;
 }
 
+/* --book-out: what an Accepted or a Replaced said of the order it names. */
+static void book_set(struct book_tok *b, char side, const char *stock, uint32_t price,
+		     uint32_t tif, char display, uint64_t ref, char state)
+{
+	b->ref = ref;
+	b->price = price;
+	memcpy(b->stock, stock, sizeof(b->stock)); /* stock: OUCH_STOCK_LEN + 1, NUL-padded */
+	b->side = side;
+	b->display = display;
+	b->booked = state == OUCH_STATE_LIVE;
+	b->ioc = tif == OUCH_TIF_IOC;
+}
+
 static void on_accepted(struct bsession *s, const struct ouch_msg *m, uint64_t now)
 {
 	int64_t i = index_of(s, m->type == OUCH_ACCEPTED ? m->u.accepted.token : m->u.rejected.token);
@@ -182,6 +203,12 @@ static void on_accepted(struct bsession *s, const struct ouch_msg *m, uint64_t n
 	}
 	counts.accepted++;
 	t->open = m->u.accepted.shares;
+	if (s->book) {
+		const struct ouch_accepted *a = &m->u.accepted;
+
+		book_set(&s->book[i], a->side, a->stock, a->price, a->tif, a->display, a->order_ref,
+			 a->state);
+	}
 	if (!(t->flags & T_IOC) && m->u.accepted.state == OUCH_STATE_LIVE)
 		live_add(s, (uint32_t)i);
 }
@@ -205,6 +232,9 @@ static void on_replaced(struct bsession *s, const struct ouch_replaced *r, uint6
 		live_remove(s, (uint32_t)o);
 	}
 	t->open = r->shares;
+	if (s->book)
+		book_set(&s->book[i], r->side, r->stock, r->price, r->tif, r->display, r->order_ref,
+			 r->state);
 	if (r->state == OUCH_STATE_LIVE)
 		live_add(s, (uint32_t)i);
 }
@@ -217,6 +247,12 @@ static void on_executed(struct bsession *s, const struct ouch_executed *x, uint6
 	counts.executions++;
 	if (matches)
 		match_record(s, x);
+	if (s->book) {
+		if (x->liquidity == OUCH_LIQ_REMOVED)
+			book_shares.removed += x->shares;
+		else if (x->liquidity == OUCH_LIQ_ADDED)
+			book_shares.added += x->shares;
+	}
 	if ((i = index_of(s, x->token)) < 0)
 		return;
 	t = &s->tok[i];
@@ -269,8 +305,37 @@ static void on_cancel_reject(struct bsession *s, const char *token, uint64_t now
 	answered(s, t->flags & T_CXL_WARM, H_CANCELED, t->cxl_planned, now);
 }
 
+/* --book-out: what the flood's answers do to its orders (book.c keeps
+ * those that rest). */
+static void book_flood(const struct bsession *s, const struct ouch_msg *m)
+{
+	int64_t i;
+
+	switch (m->type) {
+	case OUCH_ACCEPTED:
+		if ((i = session_token_index(s, m->u.accepted.token)) >= 0)
+			book_flood_accepted((uint32_t)i, &m->u.accepted);
+		return;
+	case OUCH_EXECUTED:
+		if (m->u.executed.liquidity == OUCH_LIQ_REMOVED)
+			book_shares.removed += m->u.executed.shares;
+		else if (m->u.executed.liquidity == OUCH_LIQ_ADDED)
+			book_shares.added += m->u.executed.shares;
+		if ((i = session_token_index(s, m->u.executed.token)) >= 0)
+			book_flood_reduce((uint32_t)i, m->u.executed.shares, 0);
+		return;
+	case OUCH_CANCELED:
+		if ((i = session_token_index(s, m->u.canceled.token)) >= 0)
+			book_flood_reduce((uint32_t)i, m->u.canceled.decrement,
+					  m->u.canceled.reason != OUCH_CXL_USER);
+		return;
+	default:
+		return;
+	}
+}
+
 /* The flood session's answers: counted, not timed. */
-static void on_flood_message(const struct ouch_msg *m)
+static void on_flood_message(const struct bsession *s, const struct ouch_msg *m)
 {
 	if (m->type == OUCH_ACCEPTED)
 		flood.accepted++;
@@ -278,6 +343,8 @@ static void on_flood_message(const struct ouch_msg *m)
 		flood.throttled++;
 	else if (m->type == OUCH_REJECTED)
 		flood.rejected++;
+	if (opt.book_out)
+		book_flood(s, m);
 }
 
 static void on_message(struct bsession *s, const uint8_t *data, size_t len, uint64_t now)
@@ -289,7 +356,7 @@ static void on_message(struct bsession *s, const uint8_t *data, size_t len, uint
 		return;
 	}
 	if (s->flood) {
-		on_flood_message(&m);
+		on_flood_message(s, &m);
 		return;
 	}
 	switch (m.type) {
@@ -312,6 +379,29 @@ static void on_message(struct bsession *s, const uint8_t *data, size_t len, uint
 	default:
 		return;
 	}
+}
+
+void session_book_each(const struct bsession *s,
+		       void (*fn)(void *ctx, const struct book_tok *b, uint32_t open), void *ctx)
+{
+	for (uint32_t i = 0; s->book && i < s->n_tok; i++) {
+		const struct tok *t = &s->tok[i];
+
+		if (s->book[i].booked && !(t->flags & T_DEAD) && t->open > 0)
+			fn(ctx, &s->book[i], t->open);
+	}
+}
+
+uint64_t session_book_ioc_open(const struct bsession *s)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; s->book && i < s->n_tok; i++) {
+		const struct tok *t = &s->tok[i];
+
+		n += s->book[i].booked && s->book[i].ioc && !(t->flags & T_DEAD) && t->open > 0;
+	}
+	return n;
 }
 
 int session_flush(struct bsession *s)

@@ -88,6 +88,14 @@ void usage(FILE *f)
 	      "      state as a matcher snapshot (the matcher's format, exec stream seq\n"
 	      "      included): into OUT/snap-<seq>.lss when OUT is a directory (a\n"
 	      "      matcher's <state_dir>/snapshots: it starts from it), else to OUT.\n"
+	      "  itch    DIR [--config MATCHER.CONF] [--set KEY=VALUE] [--day N]\n"
+	      "          [--out FILE] [--json]\n"
+	      "      Regenerates a partition's public ITCH 5.0 feed from the tape (the\n"
+	      "      engine run as rebuild runs it): the very messages, under the very\n"
+	      "      sequence numbers, that its replicas published, written to FILE in\n"
+	      "      NASDAQ's ITCH file format (each message after its length, u16\n"
+	      "      big-endian), day N's only or every day's; lockstep-feed --record\n"
+	      "      writes a live capture in the same format, for cmp(1).\n"
 	      "  diff    DIR_A DIR_B\n"
 	      "      Compares two tapes record by record from the later first seq and\n"
 	      "      tells where they part. Exit 0 when identical, 1 when not.\n"
@@ -152,6 +160,7 @@ int main(int argc, char **argv)
 		{ "verify", cmd_verify }, { "dump", cmd_dump }, { "pcap", cmd_pcap },
 		{ "send", cmd_send }, { "rebuild", cmd_rebuild }, { "diff", cmd_diff },
 		{ "repair", cmd_repair }, { "days", cmd_days }, { "archive", cmd_archive },
+		{ "itch", cmd_itch },
 	};
 
 	if (argc < 2)

@@ -13,6 +13,7 @@
 #include "convert.h"
 #include "engine.h"
 #include "exec.h"
+#include "feedgen.h"
 #include "matcher.h"
 #include "replay.h"
 #include "risk_admin.h"
@@ -24,8 +25,9 @@
  * defaults and limits are the live matcher's. Keys that the daemon requires
  * but an offline run does not use (addresses, the node's name) default to
  * "" here. Returns 0 or 2 (message printed). */
-static int load_matcher_config(struct matcher_config *mc, const char *path,
-			       const char *const *overrides, size_t n_overrides)
+int rebuild_load_config(struct matcher_config *mc, const char *path,
+			const char *const *overrides, size_t n_overrides, char *symbol_store,
+			const char **symbols, struct engine_config *ec)
 {
 	const struct config_key *src = matcher_config_spec.keys;
 	struct config_spec spec = matcher_config_spec;
@@ -50,14 +52,13 @@ static int load_matcher_config(struct matcher_config *mc, const char *path,
 		fprintf(stderr, PROG ": %s\n", err);
 		return 2;
 	}
+	if (convert_engine_config(mc, symbol_store, symbols, ec) < 0) {
+		fprintf(stderr, PROG ": [matcher] symbols: want 1..%d symbols of up to 8 characters\n",
+			CONVERT_MAX_SYMBOLS);
+		return 2;
+	}
 	return 0;
 }
-
-struct rebuild_result {
-	uint64_t seq, hash, events, applied, other_partition, skipped, highest_commit;
-	uint64_t highest_term, exec_blocks;
-	double open_s, apply_s;
-};
 
 /* The engine's output, counted as the matcher's matcher_exec_emit counts exec
  * blocks (the same encoding, matcher/exec.h): a snapshot's exec_next is 1 +
@@ -77,6 +78,7 @@ static void rebuild_emit(void *ctx, const char *user, const struct ouch_msg *msg
 static int rebuild_snapshot(const char *out, const struct rebuild_result *x,
 			    const struct matcher_config *mc, const struct engine *eng)
 {
+	struct matcher_snap_feed pos = { 0 };
 	struct matcher_snap_hdr h = { .partition = (uint32_t)mc->partition, .seq = x->seq,
 				      .exec_next = 1 + x->exec_blocks, .term = x->highest_term,
 				      .commit = x->highest_commit };
@@ -85,13 +87,22 @@ static int rebuild_snapshot(const char *out, const struct rebuild_result *x,
 	const char *slash;
 	int is_dir = stat(out, &st) == 0 && S_ISDIR(st.st_mode), r;
 
+	/* the feed's position as a replica with this config keeps it: none
+	 * without a feed (all zero) */
+	if (mc->feed_a_group[0] || mc->feed_b_group[0])
+		pos = (struct matcher_snap_feed){
+			.day = x->fg->st.day, .next = x->fg->st.next,
+			.flags = MATCHER_SNAP_FEED_KNOWN |
+				 (x->fg->st.started ? MATCHER_SNAP_FEED_STARTED : 0) |
+				 (x->fg->st.ended ? MATCHER_SNAP_FEED_ENDED : 0),
+		};
 	if (is_dir)
 		snprintf(dir, sizeof(dir), "%s", out);
 	else if ((slash = strrchr(out, '/')) != NULL)
 		snprintf(dir, sizeof(dir), "%.*s", slash > out ? (int)(slash - out) : 1, out);
 	else
 		snprintf(dir, sizeof(dir), ".");
-	if ((r = matcher_snapshot_write(dir, &h, eng)) < 0) {
+	if ((r = matcher_snapshot_write(dir, &h, eng, &pos)) < 0) {
 		fprintf(stderr, PROG ": --snapshot %s: %s\n", out, strerror(-r));
 		return 2;
 	}
@@ -153,6 +164,50 @@ static void print_rebuild(const struct rebuild_result *x, const struct engine_st
 	       x->open_s, x->apply_s, rate, apply_rate);
 }
 
+/* The feed's messages of a rebuild that does not want them. */
+static void feed_discard(void *ctx, uint32_t day, uint64_t seq, const uint8_t *msg, size_t len)
+{
+	(void)ctx;
+	(void)day;
+	(void)seq;
+	(void)msg;
+	(void)len;
+}
+
+int rebuild_engine(const struct matcher_config *mc, struct engine_config *ec,
+		   struct engine **eng, struct feedgen *fg, feedgen_out_fn out, void *ctx)
+{
+	struct feedgen_config gc = {
+		.symbols = ec->symbols, .n_symbols = ec->n_symbols,
+		.locate_base = (uint32_t)mc->feed_locate_base, .tracking = (uint16_t)mc->partition,
+	};
+	struct engine_admin_cmd *risk;
+	char err[256];
+	int r;
+
+	if ((r = risk_file_load(mc->risk_file, &risk, &ec->n_risk, err, sizeof(err))) < 0) {
+		fprintf(stderr, PROG ": [matcher] risk_file: %s\n", err);
+		return 2;
+	}
+	ec->risk = risk;
+	r = engine_create(eng, ec);
+	free(risk);
+	ec->risk = NULL;
+	if (r < 0) {
+		fprintf(stderr, PROG ": engine: %s\n", strerror(-r));
+		return 2;
+	}
+	if (feedgen_init(fg, &gc, out ? out : feed_discard, ctx) < 0) {
+		fprintf(stderr, PROG ": [feed] locate_base %llu: out of range for %zu symbols\n",
+			(unsigned long long)mc->feed_locate_base, ec->n_symbols);
+		engine_destroy(*eng);
+		*eng = NULL;
+		return 2;
+	}
+	engine_set_md(*eng, feedgen_md, fg);
+	return 0;
+}
+
 /* One committed event, as matcher.c's apply_event takes it. */
 static void rebuild_apply(struct engine *eng, const struct matcher_config *mc,
 			  struct rebuild_result *x, uint64_t seq, const uint8_t *data, size_t len)
@@ -170,6 +225,7 @@ static void rebuild_apply(struct engine *eng, const struct matcher_config *mc,
 		x->highest_term = v.term;
 	if (v.commit > x->highest_commit)
 		x->highest_commit = v.commit;
+	feedgen_begin(x->fg, v.timestamp);
 	switch (convert_event(&v, mc->partition, &cmd)) {
 	case CONVERT_SKIP:
 		x->skipped++;
@@ -191,9 +247,8 @@ static void rebuild_apply(struct engine *eng, const struct matcher_config *mc,
 /* Applies the events from..to in order, printing the hash every `every`
  * seqs (0: never). Returns 0, a negative errno (journal), or 2 when out of
  * memory. */
-static int rebuild_walk(const struct tapedir *t, struct engine *eng,
-			const struct matcher_config *mc, uint64_t from, uint64_t to,
-			uint64_t every, struct rebuild_result *x)
+int rebuild_walk(const struct tapedir *t, struct engine *eng, const struct matcher_config *mc,
+		 uint64_t from, uint64_t to, uint64_t every, struct rebuild_result *x)
 {
 	struct journal_iter *it = NULL;
 	struct progress pr;
@@ -227,7 +282,7 @@ static int rebuild_walk(const struct tapedir *t, struct engine *eng,
 /* Checks --to against the journal and clamps the range; warns when the
  * journal does not start where a matcher does. Returns 0, or 1 with a
  * message. */
-static int rebuild_range(const struct tapedir *t, uint64_t *from, uint64_t *to)
+int rebuild_range(const struct tapedir *t, uint64_t *from, uint64_t *to)
 {
 	if (*to && (*to > t->last || *to < t->first)) {
 		fprintf(stderr, PROG ": --to %llu: the journal's good records are seq %llu..%llu\n",
@@ -283,8 +338,7 @@ int cmd_rebuild(int argc, char **argv)
 	struct rebuild_result x = { 0 };
 	struct engine *eng = NULL;
 	struct engine_config ec;
-	struct engine_admin_cmd *risk;
-	char err[256];
+	struct feedgen fg;
 	struct tapedir t;
 	size_t n_overrides = 0;
 	uint64_t from = 0, to = 0, every = 0, t0;
@@ -313,13 +367,9 @@ int cmd_rebuild(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return fail_usage("rebuild: one journal directory or archive");
-	if ((rc = load_matcher_config(&mc, config, overrides, n_overrides)) != 0)
+	if ((rc = rebuild_load_config(&mc, config, overrides, n_overrides, symbol_store, symbols,
+				      &ec)) != 0)
 		return rc;
-	if (convert_engine_config(&mc, symbol_store, symbols, &ec) < 0) {
-		fprintf(stderr, PROG ": [matcher] symbols: want 1..%d symbols of up to 8 characters\n",
-			CONVERT_MAX_SYMBOLS);
-		return 2;
-	}
 	t0 = mono_ns();
 	if ((rc = tapedir_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
@@ -331,17 +381,9 @@ int cmd_rebuild(int argc, char **argv)
 	if ((rc = rebuild_range(&t, &from, &to)) != 0)
 		goto out_close;
 	rc = 2;
-	if ((r = risk_file_load(mc.risk_file, &risk, &ec.n_risk, err, sizeof(err))) < 0) {
-		fprintf(stderr, PROG ": [matcher] risk_file: %s\n", err);
+	if (rebuild_engine(&mc, &ec, &eng, &fg, NULL, NULL) != 0)
 		goto out_close;
-	}
-	ec.risk = risk;
-	r = engine_create(&eng, &ec);
-	free(risk);
-	if (r < 0) {
-		fprintf(stderr, PROG ": engine: %s\n", strerror(-r));
-		goto out_close;
-	}
+	x.fg = &fg;
 	r = rebuild_walk(&t, eng, &mc, from, to, json ? 0 : every, &x);
 	if (r < 0)
 		fprintf(stderr, PROG ": reading %s: %s\n", t.dir, strerror(-r));

@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "engine.h"
+#include "feedgen.h"
 #include "journal.h"
 #include "lockstep.pb-c.h"
 #include "moldudp64.h"
@@ -33,6 +34,39 @@ int opt_to(const char *arg, uint64_t *to);
 /* --day N (1..TAPEDAY_MAX_DAY): 0, or 2 with a message (days.c). */
 int opt_day(const char *arg, uint32_t *day);
 
+/* ---- rebuild.c: the matcher's engine (and its feed) offline; itch.c too ---- */
+
+struct matcher_config;
+struct engine_config;
+struct tapedir;
+
+struct rebuild_result {
+	uint64_t seq, hash, events, applied, other_partition, skipped, highest_commit;
+	uint64_t highest_term, exec_blocks;
+	double open_s, apply_s;
+	struct feedgen *fg; /* the feed generator the engine reports to */
+};
+
+/* The [matcher] and [feed] keys of a matcher's config file (NULL: the
+ * defaults) with overrides, as the daemon reads them, and the engine's
+ * configuration from them (its symbols in symbol_store and symbols, of
+ * sizeof(mc->symbols) and CONVERT_MAX_SYMBOLS): 0 or 2 (said). */
+int rebuild_load_config(struct matcher_config *mc, const char *path,
+			const char *const *overrides, size_t n_overrides, char *symbol_store,
+			const char **symbols, struct engine_config *ec);
+/* The engine of mc (ec from convert_engine_config, its risk file read) and
+ * the feed generator that its market data reports go to (out NULL: the
+ * messages are counted, not kept): 0, or 2 with a message. */
+int rebuild_engine(const struct matcher_config *mc, struct engine_config *ec,
+		   struct engine **eng, struct feedgen *fg, feedgen_out_fn out, void *ctx);
+/* Checks --to against the journal and clamps the range: 0, or 1 with a
+ * message. */
+int rebuild_range(const struct tapedir *t, uint64_t *from, uint64_t *to);
+/* Applies the events from..to in order (the hash printed every `every`
+ * seqs; 0: never): 0, or a negative errno (journal). */
+int rebuild_walk(const struct tapedir *t, struct engine *eng, const struct matcher_config *mc,
+		 uint64_t from, uint64_t to, uint64_t every, struct rebuild_result *x);
+
 /* ---- the subcommands: argv[0] is the subcommand's name; exit status -------- */
 
 int cmd_verify(int argc, char **argv);
@@ -44,6 +78,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_days(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
+int cmd_itch(int argc, char **argv);
 
 /* ---- tapedir.c: a journal directory (or a day archive), read-only ---------- */
 

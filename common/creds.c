@@ -12,7 +12,7 @@
 #include "config.h"
 #include "creds.h"
 
-_Static_assert(GW_HASH_LEN == crypto_pwhash_STRBYTES, "a hash string's room");
+_Static_assert(CREDS_HASH_LEN == crypto_pwhash_STRBYTES, "a hash string's room");
 
 #define ARGON2ID_PREFIX "$argon2id$"
 
@@ -30,17 +30,17 @@ static int take_word(const char *w, size_t n, size_t max, int upper, char *out)
 	return 0;
 }
 
-int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, char *err,
+int creds_parse(const char *login, const char *value, struct cred *out, char *err,
 		  size_t errlen)
 {
-	struct gw_cred c = { 0 };
+	struct cred c = { 0 };
 	const char *p = value;
 	const char *words[4];
 	size_t lens[4], n = 0;
 
-	if (take_word(login, strlen(login), GW_LOGIN_LEN, 1, c.login) < 0) {
+	if (take_word(login, strlen(login), CREDS_LOGIN_LEN, 1, c.login) < 0) {
 		snprintf(err, errlen, "login \"%s\": 1 to %d letters or digits", login,
-			 GW_LOGIN_LEN);
+			 CREDS_LOGIN_LEN);
 		return -EINVAL;
 	}
 	while (*p) {
@@ -67,14 +67,14 @@ int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, cha
 	    strncmp(words[0], ARGON2ID_PREFIX, strlen(ARGON2ID_PREFIX)) == 0) {
 		char why[128];
 
-		if (lens[0] >= GW_HASH_LEN) {
+		if (lens[0] >= CREDS_HASH_LEN) {
 			snprintf(err, errlen, "login %s: password hash longer than %d characters",
-				 c.login, GW_HASH_LEN - 1);
+				 c.login, CREDS_HASH_LEN - 1);
 			return -EINVAL;
 		}
 		memcpy(c.hash, words[0], lens[0]);
 		c.hash[lens[0]] = '\0';
-		if (gw_hash_check(c.hash, why, sizeof(why)) < 0) {
+		if (creds_hash_check(c.hash, why, sizeof(why)) < 0) {
 			snprintf(err, errlen, "login %s: password hash: %s", c.login, why);
 			return -EINVAL;
 		}
@@ -82,14 +82,14 @@ int gw_cred_parse(const char *login, const char *value, struct gw_cred *out, cha
 		snprintf(err, errlen, "login %s: password hash: not an Argon2id hash "
 			 "(lockstepctl passwd makes one)", c.login);
 		return -EINVAL;
-	} else if (take_word(words[0], lens[0], GW_PASSWORD_LEN, 0, c.password) < 0) {
+	} else if (take_word(words[0], lens[0], CREDS_PASSWORD_LEN, 0, c.password) < 0) {
 		snprintf(err, errlen, "login %s: password: 1 to %d letters or digits", c.login,
-			 GW_PASSWORD_LEN);
+			 CREDS_PASSWORD_LEN);
 		return -EINVAL;
 	}
-	if (take_word(words[1], lens[1], GW_FIRM_LEN, 1, c.firm) < 0) {
+	if (take_word(words[1], lens[1], CREDS_FIRM_LEN, 1, c.firm) < 0) {
 		snprintf(err, errlen, "login %s: firm: 1 to %d letters or digits", c.login,
-			 GW_FIRM_LEN);
+			 CREDS_FIRM_LEN);
 		return -EINVAL;
 	}
 	for (size_t i = 2; i < n; i++) {
@@ -113,54 +113,70 @@ static unsigned fold(unsigned char ch)
 	return ch | (up << 5);
 }
 
-int gw_cred_password_ok(const struct gw_cred *c, const char *given)
+int creds_password_ok(const struct cred *c, const char *given)
 {
-	static const char none[GW_PASSWORD_LEN + 1]; /* no login: compared with "" */
-	char a[GW_PASSWORD_LEN + 1] = { 0 }, b[GW_PASSWORD_LEN + 1] = { 0 };
+	static const char none[CREDS_PASSWORD_LEN + 1]; /* no login: compared with "" */
+	char a[CREDS_PASSWORD_LEN + 1] = { 0 }, b[CREDS_PASSWORD_LEN + 1] = { 0 };
 	const char *want = c ? c->password : none;
 	unsigned diff = 0;
 
-	memcpy(a, want, strnlen(want, GW_PASSWORD_LEN));
-	memcpy(b, given, strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN
-				 ? GW_PASSWORD_LEN : strnlen(given, GW_PASSWORD_LEN));
+	memcpy(a, want, strnlen(want, CREDS_PASSWORD_LEN));
+	memcpy(b, given, strnlen(given, CREDS_PASSWORD_LEN + 1) > CREDS_PASSWORD_LEN
+				 ? CREDS_PASSWORD_LEN : strnlen(given, CREDS_PASSWORD_LEN));
 	/* every byte, whatever the first difference: the time says nothing of
 	 * how much of a guess was right */
-	for (size_t i = 0; i <= GW_PASSWORD_LEN; i++)
+	for (size_t i = 0; i <= CREDS_PASSWORD_LEN; i++)
 		diff |= fold((unsigned char)a[i]) ^ fold((unsigned char)b[i]);
-	diff |= strnlen(given, GW_PASSWORD_LEN + 1) > GW_PASSWORD_LEN; /* too long: never */
+	diff |= strnlen(given, CREDS_PASSWORD_LEN + 1) > CREDS_PASSWORD_LEN; /* too long: never */
 	return c && diff == 0;
 }
 
-int gw_password_normalise(const char *in, char out[GW_PASSWORD_LEN + 1])
+int creds_password_normalise(const char *in, char out[CREDS_PASSWORD_LEN + 1])
 {
-	char w[GW_PASSWORD_LEN + 1];
+	char w[CREDS_PASSWORD_LEN + 1];
 	size_t n = strlen(in);
 
 	while (n > 0 && in[n - 1] == ' ')
 		n--;
-	if (take_word(in, n, GW_PASSWORD_LEN, 1, w) < 0)
+	if (take_word(in, n, CREDS_PASSWORD_LEN, 1, w) < 0)
 		return -EINVAL;
 	memcpy(out, w, sizeof(w));
 	sodium_memzero(w, sizeof(w));
 	return 0;
 }
 
-int gw_password_hash(const char *normalised, char out[GW_HASH_LEN])
+int creds_password_hash(const char *normalised, char out[CREDS_HASH_LEN])
 {
 	if (sodium_init() < 0 ||
-	    crypto_pwhash_str(out, normalised, strlen(normalised), GW_PWHASH_OPSLIMIT,
-			      GW_PWHASH_MEMLIMIT) != 0)
+	    crypto_pwhash_str(out, normalised, strlen(normalised), CREDS_PWHASH_OPSLIMIT,
+			      CREDS_PWHASH_MEMLIMIT) != 0)
 		return -ENOMEM;
 	return 0;
 }
 
-int gw_password_verify(const char *hash, const char *normalised)
+int creds_password_verify(const char *hash, const char *normalised)
 {
 	return sodium_init() >= 0 &&
 	       crypto_pwhash_str_verify(hash, normalised, strlen(normalised)) == 0;
 }
 
-int gw_hash_check(const char *s, char *err, size_t errlen)
+int creds_dummy_hash(char out[CREDS_HASH_LEN])
+{
+	char pw[CREDS_PASSWORD_LEN + 1];
+	int rc;
+
+	if (sodium_init() < 0)
+		return -ENOMEM;
+	randombytes_buf(pw, CREDS_PASSWORD_LEN);
+	for (size_t i = 0; i < CREDS_PASSWORD_LEN; i++)
+		pw[i] = (char)('A' + (unsigned char)pw[i] % 26);
+	pw[CREDS_PASSWORD_LEN] = '\0';
+	rc = creds_password_hash(pw, out);
+	sodium_memzero(pw, sizeof(pw));
+	return rc;
+}
+
+int creds_hash_check(const char *s, char *err, size_t errlen)
 {
 	unsigned v, m, t, p;
 	int end = 0;
@@ -180,22 +196,22 @@ int gw_hash_check(const char *s, char *err, size_t errlen)
 		snprintf(err, errlen, "want a 22-character salt and a 43-character hash (base64)");
 		return -EINVAL;
 	}
-	if (m > GW_PWHASH_MAX_KIB || t > GW_PWHASH_MAX_T) {
+	if (m > CREDS_PWHASH_MAX_KIB || t > CREDS_PWHASH_MAX_T) {
 		snprintf(err, errlen, "costs m=%u,t=%u: at most m=%u,t=%u (each failed login pays it)",
-			 m, t, GW_PWHASH_MAX_KIB, GW_PWHASH_MAX_T);
+			 m, t, CREDS_PWHASH_MAX_KIB, CREDS_PWHASH_MAX_T);
 		return -EINVAL;
 	}
 	/* libsodium decodes the whole string (version, salt, hash): -1 when
 	 * it cannot */
 	if (sodium_init() < 0 ||
-	    crypto_pwhash_str_needs_rehash(s, GW_PWHASH_OPSLIMIT, GW_PWHASH_MEMLIMIT) < 0) {
+	    crypto_pwhash_str_needs_rehash(s, CREDS_PWHASH_OPSLIMIT, CREDS_PWHASH_MEMLIMIT) < 0) {
 		snprintf(err, errlen, "malformed (version, salt or hash)");
 		return -EINVAL;
 	}
 	return 0;
 }
 
-size_t gw_creds_plaintext(const struct gw_creds *c, char *buf, size_t cap)
+size_t creds_plaintext(const struct creds *c, char *buf, size_t cap)
 {
 	size_t n = 0, len = 0;
 
@@ -212,13 +228,13 @@ size_t gw_creds_plaintext(const struct gw_creds *c, char *buf, size_t cap)
 	return n;
 }
 
-const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login)
+const struct cred *creds_find(const struct creds *c, const char *login)
 {
-	size_t n = strnlen(login, GW_LOGIN_LEN + 1);
+	size_t n = strnlen(login, CREDS_LOGIN_LEN + 1);
 
 	while (n > 0 && login[n - 1] == ' ')
 		n--;
-	if (n == 0 || n > GW_LOGIN_LEN)
+	if (n == 0 || n > CREDS_LOGIN_LEN)
 		return NULL;
 	for (size_t i = 0; i < c->n; i++)
 		if (strlen(c->v[i].login) == n && strncasecmp(c->v[i].login, login, n) == 0)
@@ -226,21 +242,21 @@ const struct gw_cred *gw_creds_find(const struct gw_creds *c, const char *login)
 	return NULL;
 }
 
-int gw_creds_add(struct gw_creds *c, const char *login, const char *value, char *err,
+int creds_add(struct creds *c, const char *login, const char *value, char *err,
 		 size_t errlen)
 {
-	struct gw_cred cred;
-	int rc = gw_cred_parse(login, value, &cred, err, errlen);
+	struct cred cred;
+	int rc = creds_parse(login, value, &cred, err, errlen);
 
 	if (rc < 0)
 		return rc;
-	if (gw_creds_find(c, cred.login)) {
+	if (creds_find(c, cred.login)) {
 		snprintf(err, errlen, "login %s: listed twice", cred.login);
 		return -EINVAL;
 	}
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 16;
-		struct gw_cred *v = realloc(c->v, cap * sizeof(*v));
+		struct cred *v = realloc(c->v, cap * sizeof(*v));
 
 		if (!v) {
 			snprintf(err, errlen, "out of memory");
@@ -257,10 +273,10 @@ static int on_login(void *ctx, const char *section, const char *name, const char
 		    char *err, size_t errlen)
 {
 	(void)section;
-	return gw_creds_add(ctx, name, value, err, errlen);
+	return creds_add(ctx, name, value, err, errlen);
 }
 
-int gw_creds_load(struct gw_creds *c, const char *path, char *err, size_t errlen)
+int creds_load(struct creds *c, const char *path, char *err, size_t errlen)
 {
 	static const struct config_key no_keys[] = { CONFIG_END };
 	static const char *const sections[] = { "logins", NULL };
@@ -270,7 +286,7 @@ int gw_creds_load(struct gw_creds *c, const char *path, char *err, size_t errlen
 	return config_load(&spec, &dummy, path, NULL, 0, err, errlen);
 }
 
-void gw_creds_fini(struct gw_creds *c)
+void creds_fini(struct creds *c)
 {
 	free(c->v);
 	memset(c, 0, sizeof(*c));
