@@ -18,6 +18,9 @@
 #     feed A over, the subscriber loses nothing and its book equals a
 #     GLIMPSE snapshot at the end; matcher-1, restarted, publishes A again
 #     and matcher-3 stands down.
+#  3. (not under ASan) An end and a start of day: the subscriber follows into
+#     day 2's session ITCH000002, and its capture across the two days is
+#     the replay's of every day, day 2 alone its tail.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench lockstep-feed lockstep-replay
 FEED=$top_builddir/lockstep-feed
@@ -182,6 +185,11 @@ wait_for 10 "matcher-1 publishing feed A again" \
 	sh -c "\"$CTL\" --socket $T/matcher-1/matcher-1.ctl status | grep -q 'feed=\"publishing A'"
 
 # ---- 3. a new trading day: a new session, numbered from 1 ---------------------
+# (the plain build's: under ASan the parts above are what it adds)
+if asan_build; then
+	echo "ok: feed A and B one stream; a loss on B cost nothing; a takeover lost nothing; replay equals capture (days: the plain build)"
+	exit 0
+fi
 feed_bg "$T/feed3.json" "$FEED" --a "$A" --b "$B" --retrans "$R" \
 	--glimpse "$(conf matcher-1 glimpse)" --login TRADR3 --password pw3 \
 	--record "$T/days.itch" --until-idle 3 --duration 90 --stats --json

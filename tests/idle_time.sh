@@ -79,7 +79,10 @@ SEQUENCERS=3
 cluster_up
 sleep 0.3 # idle: time events only
 pr=$(primary_node)
-to=$(for n in seq-1 seq-2 seq-3; do [ "$n" = "$pr" ] || echo "$n"; done | head -1)
+to=
+for n in seq-1 seq-2 seq-3; do # the first that is not the primary (no pipe to head:
+	[ "$n" = "$pr" ] || { to=$n; break; } # its early exit is a SIGPIPE under pipefail)
+done
 to_pid=$(cat "$T/$to.pid")
 kill -STOP "$to_pid"
 out=$(node_ctl "$pr" --timeout 2000 step-down $((${to#seq-} - 1)) 2>&1) || true
