@@ -64,7 +64,7 @@ static const struct counter_def feed_defs[] = {
 	COUNTER(feed_caught_up), COUNTER(feed_listen_dropped),
 	COUNTER(feed_a_heard), COUNTER(feed_b_heard), COUNTER(feed_latency_count),
 	GAUGE(feed_latency_p50_ns), GAUGE(feed_latency_p99_ns), GAUGE(feed_latency_p999_ns),
-	GAUGE(feed_latency_max_ns),
+	GAUGE(feed_latency_max_ns), COUNTER(feed_encode_errors),
 };
 _Static_assert(ARRAY_SIZE(feed_defs) == sizeof(struct matcher_feed_stats) / sizeof(uint64_t),
 	       "a name for every feed counter");

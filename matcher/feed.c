@@ -32,7 +32,6 @@
 #include "matcher_private.h"
 #include "moldudp64.h"
 #include "net.h"
-#include "rxpath.h"
 #include "srcbudget.h"
 #include "tapeday.h"
 
@@ -620,6 +619,7 @@ const struct matcher_feed_stats *matcher_feed_stats(const struct matcher *m)
 	f->st.latency_p999_ns = hist_percentile(&f->latency, 99.9);
 	f->st.latency_max_ns = f->latency.count ? f->latency.max : 0;
 	f->st.latency_count = f->latency.count;
+	f->st.encode_errors = f->gen.encode_errors;
 	return &f->st;
 }
 

@@ -245,6 +245,7 @@ struct matcher_feed_stats {
 	 * its datagram (this host's: the same clock on one host, else as
 	 * synchronised as PTP makes them) */
 	uint64_t latency_count, latency_p50_ns, latency_p99_ns, latency_p999_ns, latency_max_ns;
+	uint64_t encode_errors; /* reports feedgen could not encode (none expected) */
 };
 
 /* Sets up the feed when [feed] names a group (else m->feed stays NULL and

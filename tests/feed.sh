@@ -212,7 +212,7 @@ wait "$feed_pid" || rc=$?
 itch_tail "$T/days.itch" "$T/all.itch" "$T/day2.itch" || fail "the two days' capture differs from the replay"
 info "across the day: $(itch_count "$T/days.itch") messages captured, day 2's $(itch_count "$T/day2.itch") from System Event O, as the replay gives them"
 for n in matcher-1 matcher-2 matcher-3; do
-	for c in feed_send_errors rxq_dropped exec_send_errors; do
+	for c in feed_send_errors feed_encode_errors feed_listen_dropped rxq_dropped exec_send_errors; do
 		[ "$(stat_get "$n" "$c")" -eq 0 ] || fail "$n: $c $(stat_get "$n" "$c")"
 	done
 done
