@@ -217,7 +217,8 @@ static void gap_init(struct rx *rx, struct rx_gap *g, uint64_t lo, uint64_t hi, 
 {
 	g->lo = lo;
 	g->hi = hi;
-	g->due = now + (rx->cfg.delay_ns ? rx_rng_upto(rx->cfg.rng, rx->cfg.delay_ns) : 0);
+	g->due = now + rx->cfg.hold_ns +
+		 (rx->cfg.delay_ns ? rx_rng_upto(rx->cfg.rng, rx->cfg.delay_ns) : 0);
 	g->backoff = rx->cfg.retry_ns;
 	g->attempts = 0;
 	g->deferred = 0;
@@ -599,6 +600,7 @@ int rx_create(struct rx **out, const struct rx_config *cfg, const struct rx_ops 
 	    cfg->ring_bytes < 64 || cfg->ring_bytes > UINT32_MAX || cfg->max_count == 0 ||
 	    cfg->max_count > MOLD_MAX_COUNT || cfg->retry_ns == 0 ||
 	    cfg->retry_max_ns < cfg->retry_ns || cfg->n_servers > RX_MAX_SERVERS ||
+	    cfg->hold_ns > RX_MAX_HOLD_NS ||
 	    (cfg->n_servers && !ops->request) || (cfg->delay_ns && !cfg->rng))
 		return -EINVAL;
 	while (window < cfg->window)
@@ -668,6 +670,11 @@ unsigned rx_gap_count(const struct rx *rx)
 int rx_holding(const struct rx *rx)
 {
 	return rx->hold;
+}
+
+uint64_t rx_fresh(const struct rx *rx)
+{
+	return rx->st.blocks - rx->st.duplicates;
 }
 
 void rx_get_stats(const struct rx *rx, struct rx_stats *out)

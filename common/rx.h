@@ -10,9 +10,11 @@
  *  - one request per missing range (up to max_count blocks; a longer range
  *    is asked for in pieces, the next piece once the answer to the previous
  *    one stops arriving, settle_ns after its last block);
- *  - the first request for a new range waits a random time in
- *    [0, delay_ns] drawn from the caller's seeded PRNG, so that many
- *    receivers that lost the same packet do not all ask at once;
+ *  - the first request for a new range waits hold_ns and then a random
+ *    time in [0, delay_ns] drawn from the caller's seeded PRNG, so that
+ *    many receivers that lost the same packet do not all ask at once (a
+ *    stream received on two networks, A/B, holds: the other network's
+ *    copy usually fills the gap before anyone asks);
  *  - a range still missing is asked for again after retry_ns, then 2x, 4x...
  *    up to retry_max_ns (exponential back-off), each time from the next of
  *    the n_servers retransmission servers (rotation);
@@ -55,6 +57,7 @@
 #define RX_MAX_SERVERS 9 /* a sequencer group of 9, or 9 matcher replicas */
 #define RX_MAX_GAPS 64 /* missing ranges scheduled apart; more are merged */
 #define RX_NEVER UINT64_MAX
+#define RX_MAX_HOLD_NS 10000000000ull /* 10 s */
 
 /* A small PRNG (splitmix64): reproducible for a given seed. One may serve
  * several rx instances. */
@@ -86,7 +89,8 @@ struct rx_config {
 			    (rounded up to a power of two, at least 2) */
 	size_t ring_bytes; /* bytes for held blocks (16 bytes of overhead each) */
 	uint16_t max_count; /* blocks per request, 1..MOLD_MAX_COUNT */
-	uint64_t delay_ns; /* first request of a new range: random in [0, delay_ns] */
+	uint64_t hold_ns; /* first request of a new range: after hold_ns (0..RX_MAX_HOLD_NS) */
+	uint64_t delay_ns; /* and a random time in [0, delay_ns] */
 	uint64_t retry_ns; /* first back-off (> 0) */
 	uint64_t retry_max_ns; /* back-off cap (>= retry_ns) */
 	uint64_t settle_ns; /* ask for the rest of a range this long after its answer stops */
@@ -145,6 +149,9 @@ uint64_t rx_high(const struct rx *rx); /* one past the highest known to exist */
 uint64_t rx_missing(const struct rx *rx); /* sequence numbers missing below rx_high */
 unsigned rx_gap_count(const struct rx *rx);
 int rx_holding(const struct rx *rx); /* 1 after an RX_HOLD until delivery resumes */
+/* Blocks fed that were new: neither delivered nor held before (blocks -
+ * duplicates in rx_stats), for telling which copy of a datagram came first. */
+uint64_t rx_fresh(const struct rx *rx);
 void rx_get_stats(const struct rx *rx, struct rx_stats *out);
 
 /* Sanity: no stream of a trading day reaches RX_SEQ_LIMIT (2^48), and none

@@ -206,7 +206,7 @@ static void exec_read(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	gw_stream_drain(x->gw, &x->exec, w == &x->exec.req_io, exec_packet, x);
+	gw_stream_drain(x->gw, &x->exec, w, exec_packet, x);
 }
 
 int gw_exec_live(const struct gw *g)
@@ -346,7 +346,7 @@ static int open_exec_sockets(struct gw_part *x)
 	e->surface = AUTH_EXEC;
 	rc = gw_stream_open(g, e, &exec_ops, x, g->cfg.reorder_bytes ? g->cfg.reorder_bytes
 								    : 8u << 20,
-			    e->n_retrans, e->next);
+			    e->n_retrans, e->next, *pc->exec_group_b != 0);
 	if (rc < 0) {
 		log_err("exec %u receiver: %s", x->index, strerror(-rc));
 		return rc;
@@ -371,7 +371,8 @@ static int open_exec_sockets(struct gw_part *x)
 	e->io.data = e->req_io.data = x;
 	ev_io_start(g->loop, &e->io);
 	ev_io_start(g->loop, &e->req_io);
-	return 0;
+	snprintf(what, sizeof(what), "exec stream %u", x->index);
+	return gw_stream_open_b(g, e, pc->exec_group_b, what, exec_read, x);
 }
 
 /* The loss generator of partition p's two sockets: partition 0 keeps the
@@ -394,7 +395,7 @@ static int parts_init(struct gw *g, const uint64_t *next)
 
 		x->gw = g;
 		x->index = p;
-		x->exec.fd = x->exec.req_fd = -1;
+		x->exec.fd = x->exec.req_fd = x->exec.fd_b = -1;
 		x->exec.next = next[p] ? next[p] : 1;
 		if (mold_session_set(&x->exec.sess, g->cfg.part[p].exec_session) < 0) {
 			log_err("partition %u: exec_session \"%s\": 1 to 10 printable characters",

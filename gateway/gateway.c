@@ -49,7 +49,9 @@ const enum journal_fsync gw_fsync_modes[] = { JOURNAL_FSYNC_DISK, JOURNAL_FSYNC_
 	GWP("partition" #n, n, exec_session, "EXEC" #n, "partition " #n "'s MoldUDP64 session"), \
 	GWP("partition" #n, n, exec_retrans, "", \
 	    "partition " #n "'s replicas' retransmission host:port list (required below " \
-	    "partitions)")
+	    "partitions)"), \
+	GWP("partition" #n, n, exec_group_b, "", \
+	    "A/B: partition " #n "'s execution stream group:port on network B (empty: A only)")
 
 const struct config_key gw_config_keys[] = {
 	DAEMON_NODE_KEYS(struct gw_config, node),
@@ -65,6 +67,14 @@ const struct config_key gw_config_keys[] = {
 	GWS(tape_retrans, "127.0.0.1:17001",
 	    "comma-separated tape retransmission host:port of each sequencer node (at most "
 	    GW_STR(RX_MAX_SERVERS) "), asked in turn"),
+	GWS(tape_group_b, "", "A/B: the tape's multicast group:port on network B, joined beside "
+			      "tape_group; the first copy of each datagram is taken (empty: network "
+			      "A only)"),
+	GWS(tape_iface_b, "", "A/B: interface (name or address) of network B, receiving "
+			      "tape_group_b and every exec_group_b (empty: tape_iface)"),
+	GWD(ab_wait, "1ms", "A/B: a gap of a stream received on both networks waits this long for "
+			    "the other network's copy before its first request (then "
+			    "request_delay's random wait)"),
 	GWU(partitions, "1", 1, GW_MAX_PARTITIONS,
 	    "matcher partitions; partition N >= 1 is configured in [partitionN]"),
 	GWP("gateway", 0, symbols, "",
@@ -72,6 +82,9 @@ const struct config_key gw_config_keys[] = {
 	    "none: then a symbol goes to partition FNV-1a(symbol) % partitions"),
 	GWP("gateway", 0, exec_group, "239.255.0.2:18000",
 	    "partition 0's execution stream multicast group:port"),
+	GWP("gateway", 0, exec_group_b, "",
+	    "A/B: partition 0's execution stream group:port on network B (empty: network A "
+	    "only)"),
 	GWP("gateway", 0, exec_session, "EXEC0",
 	    "partition 0's execution stream MoldUDP64 session"),
 	GWP("gateway", 0, exec_retrans, "127.0.0.1:18001",
@@ -251,7 +264,8 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(malformed_rejects), COUNTER(oversize_rejects),
 		COUNTER(login_failures), COUNTER(login_lockouts),
 	COUNTER(login_locked_out_rejects), COUNTER(login_verify_busy),
-	COUNTER(login_verifications), COUNTER(login_verify_ns),
+	COUNTER(login_verifications), COUNTER(login_verify_ns), COUNTER(tape_first_a),
+	COUNTER(tape_first_b), COUNTER(exec_first_a), COUNTER(exec_first_b),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==
@@ -468,7 +482,7 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	g->cfg = *cfg;
 	/* what gw_close closes must say "not open" */
 	g->sess.listen_fd = g->cmd.fd = -1;
-	g->tape.s.fd = g->tape.s.req_fd = -1;
+	g->tape.s.fd = g->tape.s.req_fd = g->tape.s.fd_b = -1;
 	if (mkdir(cfg->node.state_dir, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_err("%s: %s", cfg->node.state_dir, strerror(errno));

@@ -31,6 +31,7 @@ struct gw_part_config {
 	char exec_group[64]; /* its execution stream's multicast group:port */
 	char exec_session[16]; /* its MoldUDP64 session, EXEC<N> */
 	char exec_retrans[512]; /* its replicas' retransmission host:port list */
+	char exec_group_b[64]; /* A/B: the stream's group on network B ("": A only) */
 };
 
 /* [gateway] and [node]; durations in ns, sizes in bytes. */
@@ -44,6 +45,9 @@ struct gw_config {
 	char tape_iface[64];
 	char tape_session[16];
 	char tape_retrans[512]; /* comma-separated host:port list (1..RX_MAX_SERVERS) */
+	char tape_group_b[64]; /* A/B: the tape's group on network B ("": A only) */
+	char tape_iface_b[64]; /* network B's interface ("": tape_iface) */
+	uint64_t ab_wait; /* A/B: a gap waits this long for the other network's copy */
 	uint64_t partitions; /* 1..GW_MAX_PARTITIONS */
 	struct gw_part_config part[GW_MAX_PARTITIONS]; /* [0]: the [gateway] keys */
 	uint64_t max_tokens; /* order tokens remembered for routing (partitions > 1) */

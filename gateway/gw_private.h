@@ -9,6 +9,7 @@
 
 #include "gateway.h"
 #include "journal.h"
+#include "abnet.h"
 #include "auth_node.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
@@ -214,6 +215,9 @@ struct gw_stats {
 	 * their time */
 	uint64_t login_failures, login_lockouts, login_locked_out_rejects, login_verify_busy,
 		login_verifications, login_verify_ns;
+	/* A/B (common/abnet.h): datagrams whose copy from network A or B came
+	 * first (brought new blocks), the tape's and the exec streams' summed */
+	uint64_t tape_first_a, tape_first_b, exec_first_a, exec_first_b;
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -229,8 +233,12 @@ struct gw_stream {
 	int live; /* heard a packet or heartbeat */
 	struct sockaddr_in retrans[RX_MAX_SERVERS]; /* rx's server k is retrans[k] */
 	unsigned n_retrans;
-	struct rx_drop drop, req_drop; /* the loss generator, per socket */
+	struct rx_drop drop, req_drop; /* the loss generator, per socket (B's copies: drop) */
 	uint64_t rxq, req_rxq; /* SO_RXQ_OVFL, per socket */
+	int fd_b; /* A/B: the stream on network B (-1: none) */
+	ev_io io_b;
+	uint64_t rxq_b;
+	struct ab_first first; /* which network's copy brought new blocks first */
 	enum auth_surface surface; /* what its datagrams are tagged as */
 };
 
@@ -570,9 +578,10 @@ void gw_day_status(const struct gw *g, Lockstep__ControlReply *reply);
 /* The shared receive batch and request timer. 0 or -ENOMEM. */
 int gw_stream_init(struct gw *g);
 void gw_stream_fini(struct gw *g);
-/* ctx is what s's rx_ops callbacks get. */
+/* ctx is what s's rx_ops callbacks get; ab: the stream comes on two
+ * networks as well (a gap waits [gateway] ab_wait before a request). */
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
-		   size_t reorder_bytes, unsigned n_servers, uint64_t start);
+		   size_t reorder_bytes, unsigned n_servers, uint64_t start, int ab);
 /* Stops the stream's watchers, closes its sockets, frees its receiver. */
 void gw_stream_close(struct gw *g, struct gw_stream *s);
 void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint16_t count);
@@ -581,10 +590,16 @@ void gw_stream_send_request(struct gw_stream *s, unsigned server, const struct m
 /* One datagram of a stream (answer: from its request socket, sent by from). */
 typedef void gw_stream_packet_fn(void *ctx, const uint8_t *buf, size_t len, int answer,
 				 const struct sockaddr_in *from, uint64_t now);
-/* Reads what s's socket (answer: its request socket) holds, a batch at a
- * time, passing each datagram to packet(ctx, ...); then arms the timer. */
-void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_packet_fn *packet,
-		     void *ctx);
+/* Reads what the socket of s's watcher w (io, io_b: network A or B;
+ * req_io: answers) holds, a batch at a time, passing each datagram to
+ * packet(ctx, ...) and counting which network's copy came first; then arms
+ * the timer. */
+void gw_stream_drain(struct gw *g, struct gw_stream *s, const ev_io *w,
+		     gw_stream_packet_fn *packet, void *ctx);
+/* A/B: s's multicast group on network B ([gateway] tape_iface_b), read by
+ * cb with `data` (group "": none, fd_b -1). 0 or a negative errno (logged). */
+int gw_stream_open_b(struct gw *g, struct gw_stream *s, const char *group, const char *what,
+		     void (*cb)(struct ev_loop *, ev_io *, int), void *data);
 /* Arms the streams' timer for the earliest request due. */
 void gw_stream_arm(struct gw *g);
 /* Copies the receivers' counters into g->st (for STATS). */

@@ -12,13 +12,15 @@
 static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's warnings */
 
 int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, void *ctx,
-		   size_t reorder_bytes, unsigned n_servers, uint64_t start)
+		   size_t reorder_bytes, unsigned n_servers, uint64_t start, int ab)
 {
 	uint64_t wait = g->cfg.retrans_timeout ? g->cfg.retrans_timeout : 10000000u;
 	struct rx_config c = {
 		.window = g->cfg.reorder_window ? (uint32_t)g->cfg.reorder_window : 65536,
 		.ring_bytes = reorder_bytes,
 		.max_count = GW_REQ_MAX_COUNT,
+		/* A/B: B's copy first gets a chance to fill a gap */
+		.hold_ns = ab ? g->cfg.ab_wait : 0,
 		.delay_ns = g->cfg.request_delay,
 		.retry_ns = wait,
 		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
@@ -118,7 +120,10 @@ void gw_stream_stats(struct gw *g)
 	g->st.exec_held = g->st.exec_lost = 0;
 	g->st.drops_injected = g->tape.s.drop.dropped + g->tape.s.req_drop.dropped;
 	g->st.drops_injected += g->cmd.drop.dropped;
-	g->st.rxq_dropped = g->tape.s.rxq + g->tape.s.req_rxq + g->cmd.rxq;
+	g->st.rxq_dropped = g->tape.s.rxq + g->tape.s.req_rxq + g->tape.s.rxq_b + g->cmd.rxq;
+	g->st.tape_first_a = g->tape.s.first.first[AB_A];
+	g->st.tape_first_b = g->tape.s.first.first[AB_B];
+	g->st.exec_first_a = g->st.exec_first_b = 0;
 	for (unsigned p = 0; p < g->n_parts; p++) {
 		const struct gw_stream *x = &g->exec.parts[p].exec;
 		struct rx_stats e = { 0 };
@@ -132,20 +137,24 @@ void gw_stream_stats(struct gw *g)
 		g->st.unbelievable += e.unbelievable;
 		g->st.exec_lost += e.lost;
 		g->st.drops_injected += x->drop.dropped + x->req_drop.dropped;
-		g->st.rxq_dropped += x->rxq + x->req_rxq;
+		g->st.rxq_dropped += x->rxq + x->req_rxq + x->rxq_b;
+		g->st.exec_first_a += x->first.first[AB_A];
+		g->st.exec_first_b += x->first.first[AB_B];
 	}
 	if (net_udp_stats_read(&us) == 0)
 		g->st.kernel_rcvbuf_errors = us.rcvbuf_errors;
 }
 
-void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_packet_fn *packet,
-		     void *ctx)
+void gw_stream_drain(struct gw *g, struct gw_stream *s, const ev_io *w,
+		     gw_stream_packet_fn *packet, void *ctx)
 {
 	struct net_batch *rx = &g->streams.rx;
+	int answer = w == &s->req_io;
+	enum ab_side side = w == &s->io_b ? AB_B : AB_A;
+	uint64_t *rxq = answer ? &s->req_rxq : side == AB_B ? &s->rxq_b : &s->rxq;
 
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int n = net_batch_recv_counted(rx, answer ? s->req_fd : s->fd,
-					       answer ? &s->req_rxq : &s->rxq);
+		int n = net_batch_recv_counted(rx, w->fd, rxq);
 		uint64_t now = mono_ns();
 
 		if (n <= 0)
@@ -153,14 +162,50 @@ void gw_stream_drain(struct gw *g, struct gw_stream *s, int answer, gw_stream_pa
 		for (int i = 0; i < n; i++) {
 			uint8_t *buf = net_batch_slot(rx, (unsigned)i);
 			size_t len = rx->lens[i];
+			uint64_t fresh;
 
-			if (auth_node_check(s->surface, buf, &len, 0, &rx->addrs[i]) == 0)
-				packet(ctx, buf, len, answer, &rx->addrs[i], now);
+			if (auth_node_check(s->surface, buf, &len, 0, &rx->addrs[i]) < 0)
+				continue;
+			fresh = ab_first_before(s->rx);
+			packet(ctx, buf, len, answer, &rx->addrs[i], now);
+			if (!answer)
+				ab_first_after(&s->first, s->rx, side, fresh);
 		}
 		if ((unsigned)n < rx->n)
 			break;
 	}
 	gw_stream_arm(g);
+}
+
+int gw_stream_open_b(struct gw *g, struct gw_stream *s, const char *group_text, const char *what,
+		     void (*cb)(struct ev_loop *, ev_io *, int), void *data)
+{
+	const char *iface = *g->cfg.tape_iface_b ? g->cfg.tape_iface_b : g->cfg.tape_iface;
+	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
+				       .rxq_ovfl = 1 };
+	struct sockaddr_in group;
+	struct net_bufsize rcv;
+	char label[64];
+
+	s->fd_b = -1;
+	if (!*group_text)
+		return 0;
+	if (net_parse_addr(group_text, &group) < 0) {
+		log_err("%s: group \"%s\" on network B: not host:port", what, group_text);
+		return -EINVAL;
+	}
+	s->fd_b = net_mcast_recv_open(&group, iface, &opt, &rcv);
+	if (s->fd_b < 0) {
+		log_err("%s: %s on %s (network B): %s", what, group_text, iface, strerror(-s->fd_b));
+		return s->fd_b;
+	}
+	snprintf(label, sizeof(label), "%s on network B", what);
+	rxpath_bufsize_check(label, &rcv);
+	ev_io_init(&s->io_b, cb, s->fd_b, EV_READ);
+	s->io_b.data = data;
+	ev_io_start(g->loop, &s->io_b);
+	log_info("A/B: %s also from %s on %s", what, group_text, iface);
+	return 0;
 }
 
 /* Why addrlist_parse refused a list. */
@@ -186,6 +231,11 @@ void gw_stream_close(struct gw *g, struct gw_stream *e)
 		ev_io_stop(g->loop, &e->req_io);
 		close(e->req_fd);
 		e->req_fd = -1;
+	}
+	if (e->fd_b >= 0) {
+		ev_io_stop(g->loop, &e->io_b);
+		close(e->fd_b);
+		e->fd_b = -1;
 	}
 	rx_destroy(e->rx);
 	e->rx = NULL;

@@ -205,7 +205,7 @@ static void tape_read(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	gw_stream_drain(g, &g->tape.s, w == &g->tape.s.req_io, tape_packet, g);
+	gw_stream_drain(g, &g->tape.s, w, tape_packet, g);
 }
 
 void gw_tape_tick(struct gw *g, ev_tstamp now)
@@ -257,7 +257,7 @@ int gw_tape_open(struct gw *g, const uint64_t *pos)
 	/* from the progress file's position (0: the first packet decides) */
 	rc = gw_stream_open(g, &g->tape.s, &tape_ops, g,
 			    g->cfg.reorder_bytes ? g->cfg.reorder_bytes : 8u << 20,
-			    g->tape.s.n_retrans, g->tape.s.next);
+			    g->tape.s.n_retrans, g->tape.s.next, *g->cfg.tape_group_b != 0);
 	if (rc < 0) {
 		log_err("tape receiver: %s", strerror(-rc));
 		return rc;
@@ -280,7 +280,7 @@ int gw_tape_open(struct gw *g, const uint64_t *pos)
 	g->tape.s.io.data = g->tape.s.req_io.data = g;
 	ev_io_start(g->loop, &g->tape.s.io);
 	ev_io_start(g->loop, &g->tape.s.req_io);
-	return 0;
+	return gw_stream_open_b(g, &g->tape.s, g->cfg.tape_group_b, "tape", tape_read, g);
 }
 
 void gw_tape_close(struct gw *g)

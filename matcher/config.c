@@ -28,6 +28,18 @@ static const struct config_key matcher_keys[] = {
 	  sizeof(((struct matcher_config *)0)->tape_retrans), NULL, 0, 0, NULL,
 	  "comma-separated host:port of the tape's retransmission servers, each sequencer "
 	  "node (at most " STR(RX_MAX_SERVERS) "), asked in turn" },
+	{ "matcher", "tape_group_b", CONFIG_STRING, OFF(tape_group_b), 64, "", 0, 0, NULL,
+	  "A/B: the tape's multicast group:port on network B, joined beside tape_group; the "
+	  "first copy of each datagram is taken (empty: network A only)" },
+	{ "matcher", "tape_iface_b", CONFIG_STRING, OFF(tape_iface_b), 64, "", 0, 0, NULL,
+	  "A/B: interface (name or address) of network B, receiving tape_group_b and sending "
+	  "exec_group_b (empty: tape_iface)" },
+	{ "matcher", "exec_group_b", CONFIG_STRING, OFF(exec_group_b), 64, "", 0, 0, NULL,
+	  "A/B: multicast group:port of this partition's execution stream on network B, every "
+	  "datagram sent on both (empty: network A only)" },
+	{ "matcher", "ab_wait", CONFIG_DURATION, OFF(ab_wait_ns), 0, "1ms", 0, 10e9, NULL,
+	  "A/B: with tape_group_b, a gap waits this long for the other network's copy before "
+	  "its first request (then request_delay's random wait)" },
 	{ "matcher", "exec_group", CONFIG_STRING, OFF(exec_group), 64, NULL, 0, 0, NULL,
 	  "multicast group:port of this partition's execution stream" },
 	{ "matcher", "exec_retrans", CONFIG_STRING, OFF(exec_retrans), 64, NULL, 0, 0, NULL,

@@ -36,6 +36,8 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(checkpoints_out_of_window), COUNTER(checkpoints_ignored),
 	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused), COUNTER(exec_send_waits),
 	COUNTER(flow_status_sent), COUNTER(retrans_budget_refused), COUNTER(tape_day_later),
+	COUNTER(tape_first_a), COUNTER(tape_first_b), COUNTER(exec_b_packets),
+	COUNTER(exec_b_send_errors),
 };
 _Static_assert(ARRAY_SIZE(stat_defs) == sizeof(struct matcher_stats) / sizeof(uint64_t),
 	       "a name for every counter");
@@ -140,7 +142,11 @@ static void matcher_stats(void *self, struct counters *out)
 	m->st.tape_duplicates = rs.duplicates;
 	m->st.tape_gaps = rs.gaps;
 	m->st.retrans_requests_sent = rs.requests;
-	m->st.rxq_dropped = m->rxq_tape + m->rxq_req + m->rxq_retrans;
+	m->st.rxq_dropped = m->rxq_tape + m->rxq_tape_b + m->rxq_req + m->rxq_retrans;
+	m->st.tape_first_a = m->tape_first.first[AB_A];
+	m->st.tape_first_b = m->tape_first.first[AB_B];
+	m->st.exec_b_packets = m->exec_b.packets;
+	m->st.exec_b_send_errors = m->exec_b.send_errors;
 	m->st.drops_injected = m->drop_tape.dropped + m->drop_req.dropped + m->drop_retrans.dropped;
 	m->st.drops_injected_data = m->drop_tape.dropped_data + m->drop_req.dropped_data;
 	counters_add_table(out, stat_defs, (const uint64_t *)&m->st, ARRAY_SIZE(stat_defs));

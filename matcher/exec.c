@@ -52,6 +52,7 @@ void matcher_exec_flush(struct matcher *m)
 	if (sent < (int)m->tx_count)
 		m->st.exec_send_errors += m->tx_count - (unsigned)(sent < 0 ? 0 : sent);
 	m->st.exec_packets += m->tx_count;
+	ab_send_batch(&m->exec_b, &m->io, &m->tx, m->tx_count, NET_SEND_WAIT_NS);
 	m->tx_count = 0;
 	m->last_exec_send_ns = mono_ns();
 }
@@ -120,6 +121,7 @@ void matcher_exec_heartbeat(struct matcher *m, uint64_t now)
 	n = auth_node_heartbeat(hb, AUTH_EXEC, &m->exec_session, m->exec_next, 0);
 	sendto(m->exec_fd, hb, n, 0, (struct sockaddr *)&m->exec_group,
 	       sizeof(m->exec_group));
+	ab_send_one(&m->exec_b, hb, n);
 	m->last_exec_send_ns = now;
 	m->st.heartbeats_sent++;
 }
@@ -132,6 +134,7 @@ void matcher_exec_end(struct matcher *m)
 	if (m->exec_fd >= 0)
 		sendto(m->exec_fd, eos, n, 0, (struct sockaddr *)&m->exec_group,
 		       sizeof(m->exec_group));
+	ab_send_one(&m->exec_b, eos, n);
 }
 
 /* --- execution retransmissions ------------------------------------------- */
@@ -223,6 +226,22 @@ static void on_retrans(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/* A/B: the execution stream on network B, when exec_group_b is set. */
+static int open_exec_b(struct matcher *m)
+{
+	const struct matcher_config *c = m->cfg;
+	const char *iface = *c->tape_iface_b ? c->tape_iface_b : c->tape_iface, *why = "";
+	int err = ab_send_open(&m->exec_b, c->exec_group_b, iface, 1, (int)c->sndbuf, &why);
+
+	if (err < 0)
+		log_err("[matcher] exec_group_b %s on %s: %s: %s", c->exec_group_b, iface, why,
+			strerror(-err));
+	else if (ab_send_on(&m->exec_b))
+		log_info("A/B: executions to %s and to %s on %s", c->exec_group, c->exec_group_b,
+			 iface);
+	return err;
+}
+
 int matcher_exec_open(struct matcher *m, const struct sockaddr_in *local)
 {
 	const struct matcher_config *c = m->cfg;
@@ -240,6 +259,8 @@ int matcher_exec_open(struct matcher *m, const struct sockaddr_in *local)
 		log_err("exec stream on %s: %s", c->tape_iface, strerror(-err));
 		return err;
 	}
+	if ((err = open_exec_b(m)) < 0)
+		return err;
 	m->retrans_fd = net_udp_open(local, &so, NULL, NULL);
 	if (m->retrans_fd < 0) {
 		log_err("exec_retrans %s: %s", c->exec_retrans, strerror(-m->retrans_fd));

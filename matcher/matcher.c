@@ -296,12 +296,15 @@ static void day_later(struct matcher *m)
 	m->day_later_claim = rx_high(m->tape_rx);
 }
 
-/* A datagram of the tape (answer 0) or on the request socket (answer 1, from
- * `from`: retransmissions, and the too-old answer, a heartbeat). Sequence
- * numbers become tape indices (tapeday_parse) before rx sees them. */
+/* A datagram of the tape (answer 0; from network `side`, A or B) or on the
+ * request socket (answer 1, from `from`: retransmissions, and the too-old
+ * answer, a heartbeat). Sequence numbers become tape indices
+ * (tapeday_parse) before rx sees them. */
 static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answer,
-			   const struct sockaddr_in *from)
+			   enum ab_side side, const struct sockaddr_in *from)
 {
+	uint64_t fresh;
+
 	struct mold_packet p;
 	int err;
 
@@ -335,12 +338,15 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 		}
 		if (p.kind != MOLD_DATA)
 			return;
-	} else {
-		m->heard = 1;
-		if (p.kind == MOLD_DATA)
-			m->flow_read_events += p.count;
+		rx_packet(m->tape_rx, &p, m->now);
+		return;
 	}
+	m->heard = 1;
+	if (p.kind == MOLD_DATA)
+		m->flow_read_events += p.count;
+	fresh = ab_first_before(m->tape_rx);
 	rx_packet(m->tape_rx, &p, m->now);
+	ab_first_after(&m->tape_first, m->tape_rx, side, fresh);
 }
 
 /* --- flow control ---------------------------------------------------------- */
@@ -420,20 +426,24 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct matcher *m = w->data;
 	int answer = w == &m->req_io, n;
+	enum ab_side side = w == &m->tape_b_io ? AB_B : AB_A;
 
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
 		int64_t rmem = answer ? -1 : flow_sample_begin(m, w->fd);
 
-		n = net_batch_recv_counted(&m->rx, w->fd, answer ? &m->rxq_req : &m->rxq_tape);
+		n = net_batch_recv_counted(&m->rx, w->fd,
+					   answer ? &m->rxq_req
+					   : side == AB_B ? &m->rxq_tape_b
+							  : &m->rxq_tape);
 		if (n <= 0)
 			break;
 		m->now = mono_ns();
 		m->flow_read_events = 0;
 		for (int i = 0; i < n; i++)
 			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer,
-				       &m->rx.addrs[i]);
+				       side, &m->rx.addrs[i]);
 		flow_sample_end(m, rmem, n);
 		if ((unsigned)n < m->rx.n)
 			break;
@@ -458,7 +468,7 @@ static void on_tape_uring(struct ev_loop *loop, ev_io *w, int revents)
 		m->now = mono_ns();
 		for (int i = 0; i < n; i++)
 			on_tape_packet(m, (uint8_t *)msg[i].data, msg[i].len, msg[i].tag == MATCHER_TAG_REQ,
-				       msg[i].from);
+				       msg[i].tag == MATCHER_TAG_TAPE_B ? AB_B : AB_A, msg[i].from);
 		if ((r = uring_rx_release(m->io.rx)) < 0)
 			log_ratelimited(&rl_malformed, LOG_LVL_WARNING, "io_uring re-arm: %s",
 					strerror(-r));
@@ -519,6 +529,9 @@ static int open_io(struct matcher *m)
 	}
 	(void)iopath_rx_add(&m->io, m->tape_fd, MATCHER_TAG_TAPE, &m->rxq_tape, "matcher");
 	(void)iopath_rx_add(&m->io, m->req_fd, MATCHER_TAG_REQ, &m->rxq_req, "matcher");
+	if (m->tape_b_fd >= 0)
+		(void)iopath_rx_add(&m->io, m->tape_b_fd, MATCHER_TAG_TAPE_B, &m->rxq_tape_b,
+				    "matcher");
 	if (iopath_uring(&m->io))
 		log_info("io = uring: the tape through io_uring (%u buffers)", bufs);
 	return 0;
@@ -543,6 +556,33 @@ static int open_tapeday(struct matcher *m)
 			d.day, (unsigned long long)d.base);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* A/B: the tape on network B, when tape_group_b is set. */
+static int open_tape_b(struct matcher *m, const struct net_udp_options *o)
+{
+	const struct matcher_config *c = m->cfg;
+	const char *iface = *c->tape_iface_b ? c->tape_iface_b : c->tape_iface;
+	struct sockaddr_in group;
+	struct net_bufsize rcv;
+	int err;
+
+	if (!*c->tape_group_b)
+		return 0;
+	if ((err = net_parse_addr(c->tape_group_b, &group)) < 0) {
+		log_err("[matcher] tape_group_b \"%s\": %s", c->tape_group_b, strerror(-err));
+		return err;
+	}
+	m->tape_b_fd = net_mcast_recv_open(&group, iface, o, &rcv);
+	if (m->tape_b_fd < 0) {
+		log_err("tape B %s on %s: %s", c->tape_group_b, iface, strerror(-m->tape_b_fd));
+		return m->tape_b_fd;
+	}
+	rxpath_bufsize_check("tape B", &rcv);
+	log_info("A/B: the tape from %s on %s and %s on %s (a gap waits %llu us for the other)",
+		 c->tape_group, c->tape_iface, c->tape_group_b, iface,
+		 (unsigned long long)(c->ab_wait_ns / 1000));
 	return 0;
 }
 
@@ -573,6 +613,8 @@ static int open_sockets(struct matcher *m)
 	}
 	rxpath_bufsize_check("tape", &rcv);
 	m->rcvbuf_granted = rcv.granted;
+	if ((err = open_tape_b(m, &o)) < 0)
+		return err;
 	/* Requests leave from here and answers come back here, never to the
 	 * group's port, which other replicas on this host share. */
 	m->req_fd = net_udp_open_on(c->tape_iface, &ro, &rrcv, NULL);
@@ -599,6 +641,7 @@ static int open_tape_rx(struct matcher *m)
 		.window = (uint32_t)c->reorder_window,
 		.ring_bytes = c->reorder_bytes,
 		.max_count = MOLD_MAX_COUNT,
+		.hold_ns = *c->tape_group_b ? c->ab_wait_ns : 0,
 		.delay_ns = c->request_delay_ns,
 		.retry_ns = c->retrans_wait_ns,
 		.retry_max_ns = c->retrans_wait_max_ns > c->retrans_wait_ns ? c->retrans_wait_max_ns
@@ -740,11 +783,15 @@ static void start_watchers(struct matcher *m)
 	m->tape_io.data = m;
 	ev_io_init(&m->req_io, on_tape, m->req_fd, EV_READ);
 	m->req_io.data = m;
+	ev_io_init(&m->tape_b_io, on_tape, m->tape_b_fd, EV_READ);
+	m->tape_b_io.data = m;
 	if (iopath_uring(&m->io)) {
 		iopath_start(&m->io, m->loop, on_tape_uring, m);
 	} else {
 		ev_io_start(m->loop, &m->tape_io);
 		ev_io_start(m->loop, &m->req_io);
+		if (m->tape_b_fd >= 0)
+			ev_io_start(m->loop, &m->tape_b_io);
 	}
 	ev_init(&m->rx_timer, on_rx_timer);
 	m->rx_timer.data = m;
@@ -773,6 +820,7 @@ int matcher_open(struct matcher **out, struct ev_loop *loop, const struct matche
 	m->loop = loop;
 	m->cfg = cfg;
 	m->tape_fd = m->exec_fd = m->retrans_fd = m->req_fd = m->ck_fd = -1;
+	m->tape_b_fd = m->exec_b.fd = -1;
 	m->exec_next = m->exec_first = 1;
 	m->start_seq = 1;
 	if (cfg->snapshot_interval && cfg->replicas > 1)
@@ -823,6 +871,7 @@ void matcher_close(struct matcher *m)
 	if (m->loop) {
 		ev_io_stop(m->loop, &m->tape_io);
 		ev_io_stop(m->loop, &m->req_io);
+		ev_io_stop(m->loop, &m->tape_b_io);
 		iopath_stop(&m->io, m->loop);
 		ev_io_stop(m->loop, &m->retrans_io);
 		ev_io_stop(m->loop, &m->ck_io);
@@ -833,6 +882,9 @@ void matcher_close(struct matcher *m)
 	iopath_close(&m->io); /* before the sockets it reads */
 	if (m->tape_fd >= 0)
 		close(m->tape_fd);
+	if (m->tape_b_fd >= 0)
+		close(m->tape_b_fd);
+	ab_send_close(&m->exec_b);
 	if (m->exec_fd >= 0)
 		close(m->exec_fd);
 	if (m->retrans_fd >= 0)

@@ -16,6 +16,10 @@ struct matcher_config {
 	char tape_group[64], tape_iface[64], tape_session[16];
 	char tape_retrans[512]; /* comma-separated host:port, 1..RX_MAX_SERVERS */
 	char exec_group[64], exec_retrans[64];
+	/* A/B: the tape's and this partition's exec stream's groups on network
+	 * B, its interface ("": A only; "": tape_iface), the wait for B's copy */
+	char tape_group_b[64], tape_iface_b[64], exec_group_b[64];
+	uint64_t ab_wait_ns;
 	uint64_t partition;
 	char symbols[512];
 	char risk_file[256]; /* pre-trade limits and reference prices (risk.h), "": none */

@@ -18,6 +18,7 @@
 #include "checkpoint.h"
 #include "convert.h"
 #include "engine.h"
+#include "abnet.h"
 #include "addrlist.h"
 #include "auth_node.h"
 #include "iopath.h"
@@ -61,6 +62,9 @@ struct matcher_stats {
 	uint64_t flow_status_sent; /* status messages to the sequencers */
 	uint64_t retrans_budget_refused; /* answers cut short by [node] retrans_budget */
 	uint64_t tape_day_later; /* heartbeats of a later day not known yet: more to fetch */
+	/* A/B (common/abnet.h): tape datagrams whose copy from network A or B
+	 * came first (brought new events); exec datagrams sent on B, refused */
+	uint64_t tape_first_a, tape_first_b, exec_b_packets, exec_b_send_errors;
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,
@@ -74,7 +78,7 @@ struct matcher_checkpoint_slot {
 	uint8_t vote; /* enum matcher_vote */
 };
 
-enum { MATCHER_TAG_TAPE, MATCHER_TAG_REQ };
+enum { MATCHER_TAG_TAPE, MATCHER_TAG_REQ, MATCHER_TAG_TAPE_B };
 
 struct matcher {
 	struct ev_loop *loop;
@@ -88,6 +92,10 @@ struct matcher {
 	int tape_fd;
 	struct net_batch rx;
 	ev_io tape_io;
+	int tape_b_fd; /* A/B: the tape on network B (-1: none) */
+	ev_io tape_b_io;
+	uint64_t rxq_tape_b;
+	struct ab_first tape_first; /* which network's copy came first */
 	/* the tape's days on the wire (common/tapeday.h): packets' sequence
 	 * numbers become tape indices here, requests name indices through it */
 	struct tapeday tapeday;
@@ -123,6 +131,7 @@ struct matcher {
 	/* the execution stream */
 	int exec_fd, retrans_fd;
 	struct sockaddr_in exec_group;
+	struct ab_send exec_b; /* A/B: the stream on network B */
 	struct mold_session exec_session;
 	struct net_batch tx, req_rx, req_tx;
 	struct src_budget req_budget; /* answer bytes per requester ([node] retrans_budget) */

@@ -38,6 +38,13 @@ const struct config_key seq_config_keys[] = {
 	  "239.255.0.1:9200", 0, 0, NULL, "multicast group:port of the tape"),
 	K("tape_iface", CONFIG_STRING, tape_iface, sizeof(((struct seq_config *)0)->tape_iface),
 	  "127.0.0.1", 0, 0, NULL, "interface (name or address) the tape is sent from"),
+	K("tape_group_b", CONFIG_STRING, tape_group_b,
+	  sizeof(((struct seq_config *)0)->tape_group_b), "", 0, 0, NULL,
+	  "A/B: the tape's multicast group:port on network B, every datagram sent on both "
+	  "(receivers take the first copy); empty: network A only"),
+	K("tape_iface_b", CONFIG_STRING, tape_iface_b,
+	  sizeof(((struct seq_config *)0)->tape_iface_b), "", 0, 0, NULL,
+	  "A/B: interface (name or address) of network B (empty: tape_iface)"),
 	K("tape_session", CONFIG_STRING, tape_session,
 	  sizeof(((struct seq_config *)0)->tape_session), "TAPE", 0, 0, NULL,
 	  "MoldUDP64 session name of the tape"),
@@ -150,6 +157,7 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(handovers_abandoned), COUNTER(timeout_now), COUNTER(commands_handover),
 	COUNTER(tape_send_waits), COUNTER(flow_status_received), COUNTER(flow_status_bad),
 	COUNTER(flow_holds), GAUGE(flow_receivers), GAUGE(flow_held),
+	COUNTER(tape_b_packets_sent), COUNTER(tape_b_send_errors),
 };
 
 /* The node a STEP_DOWN names into *to: arg "" or NULL (RAFT_NOBODY: the
@@ -371,6 +379,8 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->commands_lost += rs.lost;
 	}
 	out->rxq_dropped = s->rxq_cmd + s->rxq_req + s->rxq_retrans + s->rxq_raft;
+	out->tape_b_packets_sent = s->tape_b.packets;
+	out->tape_b_send_errors = s->tape_b.send_errors;
 	out->flow_receivers = s->flow.n;
 	out->flow_held = s->state == SEQ_PRIMARY && s->commit > s->published
 				 ? s->commit - s->published : 0;

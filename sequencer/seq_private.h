@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "hist.h"
+#include "abnet.h"
 #include "addrlist.h"
 #include "auth_node.h"
 #include "iopath.h"
@@ -91,6 +92,7 @@ struct sequencer {
 
 	int cmd_fd, tape_fd, retrans_fd;
 	struct sockaddr_in group;
+	struct ab_send tape_b; /* A/B: the tape on network B */
 	struct mold_session tape_session;
 	ev_io cmd_io, retrans_io;
 	ev_timer heartbeat;

@@ -108,6 +108,7 @@ static void tape_send(struct sequencer *s, struct net_batch *b, unsigned n)
 	}
 	if (r > 0)
 		s->st.tape_packets_sent += (unsigned)r;
+	ab_send_batch(&s->tape_b, &s->io, b, n, NET_SEND_WAIT_NS);
 	s->last_tape_send_ns = s->now_ns;
 }
 
@@ -383,6 +384,7 @@ static void send_tape_control(struct sequencer *s, int eos)
 				eos ? "end of session" : "heartbeat", strerror(errno));
 		return;
 	}
+	ab_send_one(&s->tape_b, pkt, n);
 	s->st.tape_heartbeats_sent += !eos;
 	s->last_tape_send_ns = mono_ns();
 }
@@ -501,6 +503,25 @@ int seq_open_udp(const char *what, const char *addr, const struct net_udp_option
 	return 0;
 }
 
+/* A/B: the tape's second network, when tape_group_b is set. */
+static int seq_open_tape_b(struct sequencer *s)
+{
+	const char *iface = *s->cfg.tape_iface_b ? s->cfg.tape_iface_b : s->cfg.tape_iface;
+	const char *why = "";
+	int r = ab_send_open(&s->tape_b, s->cfg.tape_group_b, iface, (int)s->cfg.tape_ttl,
+			     (int)s->cfg.sndbuf, &why);
+
+	if (r < 0) {
+		log_err("tape_group_b %s on %s: %s: %s", s->cfg.tape_group_b, iface, why,
+			strerror(-r));
+		return r;
+	}
+	if (ab_send_on(&s->tape_b))
+		log_info("A/B: the tape goes to %s on %s and to %s on %s", s->cfg.tape_group,
+			 s->cfg.tape_iface, s->cfg.tape_group_b, iface);
+	return 0;
+}
+
 static int open_sockets(struct sequencer *s)
 {
 	struct net_udp_options cmd = { .rcvbuf = (int)s->cfg.rcvbuf, .sndbuf = 0, .nonblock = 1,
@@ -529,7 +550,7 @@ static int open_sockets(struct sequencer *s)
 		log_err("tape_iface %s: %s", s->cfg.tape_iface, strerror(-r));
 		return r;
 	}
-	return 0;
+	return seq_open_tape_b(s);
 }
 
 static int open_batches(struct sequencer *s)
@@ -664,6 +685,7 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 	s->cfg = *cfg;
 	s->loop = loop;
 	s->cmd_fd = s->tape_fd = s->retrans_fd = s->req_fd = s->raft_fd = -1;
+	s->tape_b.fd = -1;
 	s->primary_id = RAFT_NOBODY;
 	s->flow.limit = UINT64_MAX;
 	rxpath_loss_init(&s->rng,
@@ -707,6 +729,7 @@ static void close_sockets(struct sequencer *s)
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	ab_send_close(&s->tape_b);
 }
 
 void seq_close(struct sequencer *s)

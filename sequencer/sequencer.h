@@ -40,6 +40,8 @@ struct seq_config {
 	char retrans[64]; /* tape retransmission requests, UDP "host:port" */
 	char tape_group[64]; /* multicast "group:port" of the tape */
 	char tape_iface[64]; /* interface name or address the tape leaves by */
+	char tape_group_b[64]; /* A/B: the tape's group on network B ("": A only) */
+	char tape_iface_b[64]; /* network B's interface ("": tape_iface) */
 	char tape_session[MOLD_SESSION_LEN + 1]; /* MoldUDP64 session of the tape */
 	uint64_t tape_ttl;
 	uint64_t heartbeat_ns; /* tape heartbeat when idle this long */
@@ -153,6 +155,8 @@ struct seq_stats {
 	uint64_t flow_holds; /* times the tape stopped at the receivers' limit */
 	uint64_t flow_receivers; /* receivers counted now */
 	uint64_t flow_held; /* committed events not yet published */
+	/* A/B: the tape's copy on network B (common/abnet.h) */
+	uint64_t tape_b_packets_sent, tape_b_send_errors;
 };
 
 #define SEQ_N_COUNTERS (sizeof(struct seq_stats) / sizeof(uint64_t))

@@ -3,6 +3,7 @@
  * the heartbeat-revealed tail, holds and rejects, the too-old answer, a
  * randomized lossy channel against a model, and the loss generator. */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +350,45 @@ START_TEST(backoff_sequence)
 	}
 	ck_assert_uint_eq(rx_due(rx), 390 * MS);
 	rx_destroy(rx);
+}
+END_TEST
+
+/* A/B: the first request for a gap waits hold_ns, in which the other
+ * network's copy fills it (no request at all); a gap it does not fill is
+ * asked for at hold_ns + up to delay_ns, not before. */
+START_TEST(hold_lets_the_other_copy_fill)
+{
+	struct rx_config c = config();
+	struct rx *rx;
+
+	c.hold_ns = 1 * MS;
+	c.delay_ns = 1 * MS;
+	rx = make(&c, 1);
+	feed_range(rx, 1, 3);
+	feed_range(rx, 4, 20); /* network A lost 3 */
+	feed_range(rx, 21, 30); /* and 20 */
+	ck_assert_uint_eq(rx_gap_count(rx), 2);
+	ck_assert_uint_ge(rx_due(rx), 1 * MS);
+	for (uint64_t t = 0; t < 1 * MS; t += 10000)
+		tick_at(rx, t);
+	ck_assert_uint_eq(T.n_req, 0);
+	{
+		uint64_t fresh = rx_fresh(rx);
+
+		feed(rx, 3); /* B's copy, 0.99 ms later: new */
+		ck_assert_uint_eq(rx_fresh(rx), fresh + 1);
+		feed(rx, 4); /* B's copy of one A brought: not new */
+		ck_assert_uint_eq(rx_fresh(rx), fresh + 1);
+	}
+	for (uint64_t t = 1 * MS; t <= 2 * MS; t += 10000)
+		tick_at(rx, t);
+	ck_assert_uint_eq(T.n_req, 1);
+	ck_assert_uint_eq(T.req[0].seq, 20);
+	ck_assert_uint_ge(T.req[0].at, 1 * MS);
+	ck_assert_uint_le(T.req[0].at, 2 * MS);
+	rx_destroy(rx);
+	c.hold_ns = RX_MAX_HOLD_NS + 1;
+	ck_assert_int_eq(rx_create(&rx, &c, &ops, NULL), -EINVAL);
 }
 END_TEST
 
@@ -796,6 +836,7 @@ int main(void)
 	tcase_add_test(tc, ring_overflow);
 	tcase_add_test(tc, backoff_sequence);
 	tcase_add_test(tc, jitter_bounds);
+	tcase_add_test(tc, hold_lets_the_other_copy_fill);
 	tcase_add_test(tc, heartbeat_reveals_tail);
 	tcase_add_test(tc, unbelievable_positions);
 	tcase_add_test(tc, hold_and_resume);
