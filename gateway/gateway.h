@@ -18,7 +18,7 @@
 #include "daemon.h"
 #include "routes.h"
 
-#define GW_MAX_EXEC_RETRANS 8 /* addresses in [gateway] exec_retrans */
+#define GW_MAX_EXEC_RETRANS 9 /* addresses in [gateway] exec_retrans: a partition of up to 9 replicas (RX_MAX_SERVERS) */
 #define GW_MAX_SEQUENCERS 9 /* addresses in [gateway] sequencer: a group of up to 9 */
 #define GW_MAX_PARTITIONS 16 /* [gateway] partitions; [partition1]..[partition15] */
 #define GW_SYMBOLS_LEN 512 /* a partition's symbols list */

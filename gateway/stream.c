@@ -58,16 +58,30 @@ void gw_stream_request(struct gw_stream *s, unsigned server, uint64_t seq, uint1
 	gw_stream_send_request(s, server, &r);
 }
 
-_Static_assert(GW_MAX_EXEC_RETRANS <= RX_MAX_SERVERS,
+_Static_assert(GW_MAX_EXEC_RETRANS == RX_MAX_SERVERS,
 	       "an rx server per exec_retrans address");
+
+static void ab_drain(struct ev_loop *loop, struct gw_stream *s)
+{
+	if (s->fd_b < 0 || !s->rx)
+		return;
+	ev_invoke(loop, &s->io_b, EV_READ);
+	ev_invoke(loop, &s->io, EV_READ);
+}
 
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct gw *g = container_of(w, struct gw, streams.timer);
 	uint64_t now = mono_ns();
 
-	(void)loop;
 	(void)revents;
+	/* A/B: what both networks' sockets hold is read first (the other
+	 * network's copy may wait there behind a busy moment), so that only a
+	 * datagram lost on both is asked for */
+	ab_drain(loop, &g->tape.s);
+	for (unsigned p = 0; p < g->n_parts; p++)
+		ab_drain(loop, &g->exec.parts[p].exec);
+	now = mono_ns();
 	if (g->tape.s.rx)
 		rx_tick(g->tape.s.rx, now);
 	for (unsigned p = 0; p < g->n_parts; p++)

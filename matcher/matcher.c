@@ -267,12 +267,28 @@ static void rx_arm(struct matcher *m)
 	rxpath_arm(m->loop, &m->rx_timer, rx_due(m->tape_rx), m->now);
 }
 
+/* A/B: before a request is due, what both networks' sockets hold is read
+ * (the other network's copy may wait there behind a busy moment), so
+ * that only a datagram lost on both is asked for. */
+static void ab_drain(struct matcher *m)
+{
+	if (m->tape_b_fd < 0)
+		return;
+	if (iopath_uring(&m->io)) {
+		ev_invoke(m->loop, &m->io.watcher, EV_READ);
+	} else {
+		ev_invoke(m->loop, &m->tape_b_io, EV_READ);
+		ev_invoke(m->loop, &m->tape_io, EV_READ);
+	}
+}
+
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct matcher *m = w->data;
 
 	(void)loop;
 	(void)revents;
+	ab_drain(m);
 	m->now = mono_ns();
 	rx_tick(m->tape_rx, m->now);
 	rx_arm(m);
