@@ -63,6 +63,25 @@ int addrlist_parse(const char *list, struct sockaddr_in *out, int max)
 	return parse(list, out, max, 0);
 }
 
+int addrlist_parse_near(const char *near, const char *far, struct sockaddr_in *out, int max,
+			unsigned *n_near)
+{
+	int k = 0, n;
+
+	if (near && near[strspn(near, " \t")] != '\0') {
+		k = parse(near, out, max, 0);
+		if (k < 0)
+			return k;
+	}
+	if (k == max)
+		return -E2BIG;
+	n = parse(far, out + k, max - k, 0);
+	if (n < 0)
+		return n;
+	*n_near = (unsigned)k;
+	return k + n;
+}
+
 int addrlist_parse_hosts(const char *list, struct sockaddr_in *out, int max)
 {
 	if (list && list[strspn(list, " \t")] == '\0')

@@ -16,6 +16,13 @@
  * does not resolve gives net_parse_addr()'s error (-ENOENT, -EAGAIN). */
 int addrlist_parse(const char *list, struct sockaddr_in *out, int max);
 
+/* A receiver's retransmission servers: the tape recorders near it (`near`,
+ * a list or blank: none) then `far` (a list: the sequencers), into
+ * out[0..count); *n_near is how many of them are near (common/rx.h).
+ * Errors as addrlist_parse(), -E2BIG when both lists hold more than max. */
+int addrlist_parse_near(const char *near, const char *far, struct sockaddr_in *out, int max,
+			unsigned *n_near);
+
 /* A list of hosts ("10.0.0.2, gw-host"; an item with ":port" is taken as
  * the host only): the members allowed to send on a surface. An empty or
  * blank list gives 0 (no restriction); errors as addrlist_parse(). */

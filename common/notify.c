@@ -146,7 +146,7 @@ int notify_state_ready(const char *role, const char *state)
 {
 	static const char *const ready[][2] = {
 		{ "sequencer", "primary" }, { "sequencer", "standby" }, { "sequencer", "follower" },
-		{ "matcher", "live" },	    { "gateway", "ready" },
+		{ "matcher", "live" },	    { "gateway", "ready" },	    { "recorder", "live" },
 	};
 
 	if (!role || !state)

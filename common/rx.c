@@ -57,7 +57,7 @@ struct rx {
 	unsigned n_gaps;
 	unsigned n_deferred;
 	uint64_t srv_oldest[RX_MAX_SERVERS];
-	unsigned rr;
+	unsigned rr, rr_near; /* the next server in turn: of all, of the near ones */
 	struct rx_stats st;
 };
 
@@ -483,10 +483,23 @@ void rx_skip(struct rx *rx, uint64_t upto, uint64_t now)
 
 /* ---- requests ----------------------------------------------------------- */
 
-static unsigned pick_server(struct rx *rx, uint64_t lo)
+/* The server for a request at lo, the range's attempt-th: in turn among
+ * those that have not said they are past lo; the first RX_NEAR_TRIES
+ * attempts only among the near ones (servers [0, n_near)), when some
+ * are. */
+static unsigned pick_server(struct rx *rx, uint64_t lo, unsigned attempt)
 {
 	unsigned n = rx->cfg.n_servers, s;
 
+	if (rx->cfg.n_near && attempt < RX_NEAR_TRIES) {
+		for (unsigned k = 0; k < rx->cfg.n_near; k++) {
+			s = (rx->rr_near + k) % rx->cfg.n_near;
+			if (rx->srv_oldest[s] <= lo) {
+				rx->rr_near = s + 1;
+				return s;
+			}
+		}
+	}
 	for (unsigned k = 0; k < n; k++) {
 		s = (rx->rr + k) % n;
 		if (rx->srv_oldest[s] <= lo) {
@@ -558,7 +571,7 @@ static int gap_request(struct rx *rx, unsigned i, uint64_t now)
 		hi = lo + rx->cfg.max_count;
 	while (hi - 1 > lo && held(rx, hi - 1))
 		hi--;
-	server = pick_server(rx, lo);
+	server = pick_server(rx, lo, g->attempts);
 	rx->ops.request(rx->ctx, server, lo, (uint16_t)(hi - lo));
 	rx->st.requests++;
 	rx->st.requested += hi - lo;
@@ -600,7 +613,7 @@ int rx_create(struct rx **out, const struct rx_config *cfg, const struct rx_ops 
 	    cfg->ring_bytes < 64 || cfg->ring_bytes > UINT32_MAX || cfg->max_count == 0 ||
 	    cfg->max_count > MOLD_MAX_COUNT || cfg->retry_ns == 0 ||
 	    cfg->retry_max_ns < cfg->retry_ns || cfg->n_servers > RX_MAX_SERVERS ||
-	    cfg->hold_ns > RX_MAX_HOLD_NS ||
+	    cfg->hold_ns > RX_MAX_HOLD_NS || cfg->n_near > cfg->n_servers ||
 	    (cfg->n_servers && !ops->request) || (cfg->delay_ns && !cfg->rng))
 		return -EINVAL;
 	while (window < cfg->window)

@@ -17,7 +17,10 @@
  *    copy usually fills the gap before anyone asks);
  *  - a range still missing is asked for again after retry_ns, then 2x, 4x...
  *    up to retry_max_ns (exponential back-off), each time from the next of
- *    the n_servers retransmission servers (rotation);
+ *    the n_servers retransmission servers (rotation); when the first
+ *    n_near of them are near (tape recorders), a range's first
+ *    RX_NEAR_TRIES requests go to those only, so that the far ones (the
+ *    sequencers) hear only from receivers whose recorders cannot answer;
  *  - every range has its own schedule: later gaps never wait for an earlier
  *    one;
  *  - a heartbeat (or end of session) carries the stream's next sequence
@@ -58,6 +61,7 @@
 #define RX_MAX_GAPS 64 /* missing ranges scheduled apart; more are merged */
 #define RX_NEVER UINT64_MAX
 #define RX_MAX_HOLD_NS 10000000000ull /* 10 s */
+#define RX_NEAR_TRIES 3 /* requests for a range to the near servers before the rest */
 
 /* A small PRNG (splitmix64): reproducible for a given seed. One may serve
  * several rx instances. */
@@ -95,6 +99,10 @@ struct rx_config {
 	uint64_t retry_max_ns; /* back-off cap (>= retry_ns) */
 	uint64_t settle_ns; /* ask for the rest of a range this long after its answer stops */
 	unsigned n_servers; /* 0..RX_MAX_SERVERS; 0: never request */
+	/* servers [0, n_near) are near (tape recorders beside the receiver):
+	 * a range's first RX_NEAR_TRIES requests go to them in turn, later
+	 * ones to every server in turn (the fall-back); 0: all alike */
+	unsigned n_near;
 	struct rx_rng *rng; /* needed when delay_ns > 0; owned by the caller */
 };
 

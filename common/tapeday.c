@@ -221,3 +221,14 @@ size_t tapeday_build_request(const struct tapeday *t, uint8_t out[MOLD_REQUEST_L
 	tapeday_wire(t, index, &r.session, &r.seq);
 	return mold_build_request(out, &r);
 }
+
+uint64_t tapeday_day_end(const struct tapeday *t, uint64_t index)
+{
+	uint64_t base;
+	uint32_t day = tapeday_day_at(t, index, &base);
+
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->known[i].day > day && t->known[i].base > index)
+			return t->known[i].base - 1;
+	return UINT64_MAX;
+}

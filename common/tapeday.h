@@ -81,6 +81,9 @@ static inline const struct tapeday_day *tapeday_last(const struct tapeday *t)
 }
 /* Where index `index` goes on the wire: the session of the known day that
  * holds it and its sequence number there. */
+/* The last index of the day that holds `index`: one before the next known
+ * day's base (UINT64_MAX: no later day is known). */
+uint64_t tapeday_day_end(const struct tapeday *t, uint64_t index);
 void tapeday_wire(const struct tapeday *t, uint64_t index, struct mold_session *session,
 		  uint64_t *seq);
 /* The index a (session, sequence number) names: 0 when the session is not

@@ -67,6 +67,10 @@ const struct config_key gw_config_keys[] = {
 	GWS(tape_retrans, "127.0.0.1:17001",
 	    "comma-separated tape retransmission host:port of each sequencer node (at most "
 	    GW_STR(RX_MAX_SERVERS) "), asked in turn"),
+	GWS(tape_recorders, "",
+	    "comma-separated host:port of the tape recorders near this gateway (lockstep-recorder's "
+	    "retrans): a gap is asked of them first, of tape_retrans (the sequencers) only when "
+	    "they cannot answer; with tape_retrans at most " GW_STR(RX_MAX_SERVERS) " (empty: none)"),
 	GWS(tape_group_b, "", "A/B: the tape's multicast group:port on network B, joined beside "
 			      "tape_group; the first copy of each datagram is taken (empty: network "
 			      "A only)"),

@@ -45,6 +45,7 @@ struct gw_config {
 	char tape_iface[64];
 	char tape_session[16];
 	char tape_retrans[512]; /* comma-separated host:port list (1..RX_MAX_SERVERS) */
+	char tape_recorders[512]; /* the tape recorders near it, asked first ("": none) */
 	char tape_group_b[64]; /* A/B: the tape's group on network B ("": A only) */
 	char tape_iface_b[64]; /* network B's interface ("": tape_iface) */
 	uint64_t ab_wait; /* A/B: a gap waits this long for the other network's copy */

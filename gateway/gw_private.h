@@ -233,6 +233,7 @@ struct gw_stream {
 	int live; /* heard a packet or heartbeat */
 	struct sockaddr_in retrans[RX_MAX_SERVERS]; /* rx's server k is retrans[k] */
 	unsigned n_retrans;
+	unsigned n_near; /* the first n_near are near (tape recorders): asked first */
 	struct rx_drop drop, req_drop; /* the loss generator, per socket (B's copies: drop) */
 	uint64_t rxq, req_rxq; /* SO_RXQ_OVFL, per socket */
 	int fd_b; /* A/B: the stream on network B (-1: none) */

@@ -26,6 +26,7 @@ int gw_stream_open(struct gw *g, struct gw_stream *s, const struct rx_ops *ops, 
 		.retry_max_ns = g->cfg.retrans_timeout_max > wait ? g->cfg.retrans_timeout_max : wait,
 		.settle_ns = wait / 4, /* answers in flight are not asked again */
 		.n_servers = n_servers,
+		.n_near = s->n_near,
 		.rng = &g->streams.rng,
 	};
 	int rc = rx_create(&s->rx, &c, ops, ctx);

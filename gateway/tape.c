@@ -232,9 +232,11 @@ int gw_tape_open(struct gw *g, const uint64_t *pos)
 		return -EINVAL;
 	}
 	/* every sequencer node serves the tape up to its own commit position */
-	rc = addrlist_parse(g->cfg.tape_retrans, g->tape.s.retrans, RX_MAX_SERVERS);
+	rc = addrlist_parse_near(g->cfg.tape_recorders, g->cfg.tape_retrans, g->tape.s.retrans,
+				 RX_MAX_SERVERS, &g->tape.s.n_near);
 	if (rc < 0) {
-		log_err("[gateway] tape_retrans \"%s\": %s", g->cfg.tape_retrans,
+		log_err("[gateway] tape_recorders \"%s\" and tape_retrans \"%s\": %s",
+			g->cfg.tape_recorders, g->cfg.tape_retrans,
 			gw_stream_addr_error(rc, why, sizeof(why), RX_MAX_SERVERS));
 		return rc;
 	}

@@ -40,6 +40,11 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "ab_wait", CONFIG_DURATION, OFF(ab_wait_ns), 0, "1ms", 0, 10e9, NULL,
 	  "A/B: with tape_group_b, a gap waits this long for the other network's copy before "
 	  "its first request (then request_delay's random wait)" },
+	{ "matcher", "tape_recorders", CONFIG_STRING, OFF(tape_recorders),
+	  sizeof(((struct matcher_config *)0)->tape_recorders), "", 0, 0, NULL,
+	  "comma-separated host:port of the tape recorders near this replica (lockstep-recorder's "
+	  "retrans): a gap is asked of them first, of tape_retrans (the sequencers) only when "
+	  "they cannot answer; with tape_retrans at most " STR(RX_MAX_SERVERS) " (empty: none)" },
 	{ "matcher", "exec_group", CONFIG_STRING, OFF(exec_group), 64, NULL, 0, 0, NULL,
 	  "multicast group:port of this partition's execution stream" },
 	{ "matcher", "exec_retrans", CONFIG_STRING, OFF(exec_retrans), 64, NULL, 0, 0, NULL,

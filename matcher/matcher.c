@@ -416,7 +416,7 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	st.window = window;
 	memcpy(st.name, m->cfg->node.name, strnlen(m->cfg->node.name, FLOW_STATUS_NAME_LEN));
 	n = auth_node_seal(AUTH_FLOW, buf, flow_status_encode(buf, &st), sizeof(buf), AUTH_RAW);
-	for (unsigned i = 0; i < m->n_retrans; i++)
+	for (unsigned i = m->n_near; i < m->n_retrans; i++) /* the sequencers, not the recorders */
 		(void)sendto(m->req_fd, buf, n, 0,
 			     (const struct sockaddr *)&m->tape_retrans[i], sizeof(m->tape_retrans[i]));
 	m->flow_sent_applied = applied;
@@ -667,23 +667,26 @@ static int open_tape_rx(struct matcher *m)
 	};
 	int err;
 
-	err = addrlist_parse(c->tape_retrans, m->tape_retrans, RX_MAX_SERVERS);
+	err = addrlist_parse_near(c->tape_recorders, c->tape_retrans, m->tape_retrans,
+				  RX_MAX_SERVERS, &m->n_near);
 	if (err == -E2BIG) {
-		log_err("[matcher] tape_retrans \"%s\": more than %d addresses", c->tape_retrans,
+		log_err("[matcher] tape_recorders and tape_retrans: more than %d addresses",
 			RX_MAX_SERVERS);
 		return err;
 	}
 	if (err == -EINVAL) {
-		log_err("[matcher] tape_retrans \"%s\": not a comma-separated list of host:port",
-			c->tape_retrans);
+		log_err("[matcher] tape_recorders \"%s\" or tape_retrans \"%s\": not a "
+			"comma-separated list of host:port", c->tape_recorders, c->tape_retrans);
 		return err;
 	}
 	if (err < 0) {
-		log_err("[matcher] tape_retrans \"%s\": %s", c->tape_retrans, strerror(-err));
+		log_err("[matcher] tape_recorders \"%s\" or tape_retrans \"%s\": %s",
+			c->tape_recorders, c->tape_retrans, strerror(-err));
 		return err;
 	}
 	m->n_retrans = (unsigned)err;
 	rc.n_servers = m->n_retrans;
+	rc.n_near = m->n_near;
 
 	/* each node (and socket) its own pattern: replicas lose independently */
 	rxpath_loss_init(&m->rng,

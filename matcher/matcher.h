@@ -15,6 +15,7 @@ struct matcher_config {
 	struct node_config node;
 	char tape_group[64], tape_iface[64], tape_session[16];
 	char tape_retrans[512]; /* comma-separated host:port, 1..RX_MAX_SERVERS */
+	char tape_recorders[512]; /* the tape recorders near it, asked first ("": none) */
 	char exec_group[64], exec_retrans[64];
 	/* A/B: the tape's and this partition's exec stream's groups on network
 	 * B, its interface ("": A only; "": tape_iface), the wait for B's copy */

@@ -106,6 +106,7 @@ struct matcher {
 	 * rx's server k is tape_retrans[k] */
 	struct sockaddr_in tape_retrans[RX_MAX_SERVERS];
 	unsigned n_retrans;
+	unsigned n_near; /* the first n_near are [matcher] tape_recorders (asked first) */
 	int req_fd; /* unicast: tape requests out, answers (and too-old answers) in */
 	ev_io req_io;
 	struct rx *tape_rx; /* gaps, reorder window, requests: the next event to apply */

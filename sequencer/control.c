@@ -379,6 +379,12 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->commands_lost += rs.lost;
 	}
 	out->rxq_dropped = s->rxq_cmd + s->rxq_req + s->rxq_retrans + s->rxq_raft;
+	out->retrans_requests = s->srv.st.requests;
+	out->retrans_bad_requests = s->srv.st.bad_requests;
+	out->retrans_blocks_sent = s->srv.st.blocks_sent;
+	out->retrans_packets_sent = s->srv.st.packets_sent;
+	out->retrans_too_old = s->srv.st.too_old;
+	out->retrans_budget_refused = s->srv.st.budget_refused;
 	out->tape_b_packets_sent = s->tape_b.packets;
 	out->tape_b_send_errors = s->tape_b.send_errors;
 	out->flow_receivers = s->flow.n;

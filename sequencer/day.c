@@ -77,17 +77,6 @@ void seq_day_first(struct sequencer *s, const struct tape_event_view *v)
 	lockstep__day_event__free_unpacked(d, NULL);
 }
 
-uint64_t seq_day_end(const struct sequencer *s, uint64_t index)
-{
-	uint64_t base;
-	uint32_t day = tapeday_day_at(&s->days, index, &base);
-
-	for (unsigned i = 0; i < s->days.n; i++)
-		if (s->days.known[i].day > day && s->days.known[i].base > index)
-			return s->days.known[i].base - 1;
-	return UINT64_MAX;
-}
-
 void seq_day_wire(const struct sequencer *s, uint64_t index, struct mold_session *session,
 		  uint64_t *wire)
 {

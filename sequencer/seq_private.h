@@ -30,6 +30,7 @@
 #include "rx.h"
 #include "srcbudget.h"
 #include "tape.h"
+#include "tapeserve.h"
 #include "tapeday.h"
 #include "sequencer.h"
 
@@ -106,8 +107,8 @@ struct sequencer {
 	struct mold_builder builder;
 	uint64_t now_ns, now_wall; /* read once per batch */
 
-	struct net_batch rin, rout; /* retransmission requests, answers */
-	struct src_budget rbudget; /* answer bytes per requester ([node] retrans_budget) */
+	struct net_batch rin; /* retransmission requests */
+	struct tape_server srv; /* their answers (common/tapeserve.h) */
 
 	/* Gap requests to the gateways leave from req_fd, so that what comes
 	 * back there is an answer: data, or the too-old answer (common/rx.h). */
@@ -256,8 +257,6 @@ static inline int seq_day_peeks(const struct sequencer *s)
 {
 	return s->state != SEQ_PRIMARY || s->emitting_day;
 }
-/* The last index of the day that holds `index` (UINT64_MAX: the latest day). */
-uint64_t seq_day_end(const struct sequencer *s, uint64_t index);
 /* The session and sequence number on the wire of tape index `index`. */
 void seq_day_wire(const struct sequencer *s, uint64_t index, struct mold_session *session,
 		  uint64_t *wire);

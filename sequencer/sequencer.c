@@ -562,8 +562,8 @@ static int open_batches(struct sequencer *s)
 	if (net_batch_init(&s->in, (unsigned)s->cfg.batch, dg) < 0 ||
 	    net_batch_init(&s->out, out_n, dg) < 0 ||
 	    net_batch_init(&s->rin, SEQ_RETRANS_SLOTS, SEQ_RETRANS_SLOT_SIZE) < 0 ||
-	    (src_budget_init(&s->rbudget, s->cfg.node.retrans_budget, 0),
-	     net_batch_init(&s->rout, (unsigned)s->cfg.retrans_packets, dg) < 0) ||
+	    tape_server_init(&s->srv, (unsigned)s->cfg.retrans_packets, dg,
+			     s->cfg.node.retrans_budget) < 0 ||
 	    net_batch_init(&s->jb, 64, dg) < 0) {
 		log_err("out of memory for the datagram batches");
 		return -ENOMEM;
@@ -747,7 +747,7 @@ void seq_close(struct sequencer *s)
 	net_batch_fini(&s->raft_in);
 	net_batch_fini(&s->rq);
 	net_batch_fini(&s->jb);
-	net_batch_fini(&s->rout);
+	tape_server_fini(&s->srv);
 	net_batch_fini(&s->rin);
 	net_batch_fini(&s->out);
 	net_batch_fini(&s->in);

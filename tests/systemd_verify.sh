@@ -27,7 +27,7 @@ man_opt=()
 command -v man >/dev/null || man_opt=(--man=no)
 
 units=(lockstep-sequencer@seq-1.service lockstep-matcher@matcher-1.service
-	lockstep-gateway@gw-1.service lockstep.target)
+	lockstep-gateway@gw-1.service lockstep-recorder@rec-1.service lockstep.target)
 cd "$T/units"
 rc=0
 MANPATH=$T/man systemd-analyze verify "${man_opt[@]}" "${units[@]}" >"$T/verify.out" 2>&1 || rc=$?
@@ -38,7 +38,7 @@ fi
 echo "ok: systemd-analyze verify: ${units[*]}: no warning"
 
 # The sandbox: `systemd-analyze security` (offline: no manager needed).
-for u in "${units[@]:0:3}"; do
+for u in "${units[@]:0:4}"; do
 	out=$(systemd-analyze security --offline=true --no-pager "$T/units/$u" 2>&1) ||
 		{ echo "$out" >&2; fail "systemd-analyze security $u"; }
 	line=$(grep 'Overall exposure level' <<<"$out") || fail "security $u: no overall level"

@@ -392,6 +392,54 @@ START_TEST(hold_lets_the_other_copy_fill)
 }
 END_TEST
 
+/* Near servers (recorders): a range's first RX_NEAR_TRIES requests go to
+ * servers [0, n_near) in turn, later ones to every server in turn; a near
+ * server past the range (too old) sends it to the others at once. */
+START_TEST(near_servers_first)
+{
+	struct rx_config c = config();
+	struct rx *rx;
+	uint64_t t = 0;
+
+	c.n_servers = 4;
+	c.n_near = 2;
+	rx = make(&c, 1);
+	feed(rx, 1);
+	feed(rx, 5); /* 2..4 missing */
+	for (int k = 0; k < RX_NEAR_TRIES + 3; k++) {
+		t += c.retry_max_ns;
+		tick_at(rx, t);
+	}
+	ck_assert_uint_eq(T.n_req, RX_NEAR_TRIES + 3);
+	for (size_t i = 0; i < RX_NEAR_TRIES; i++)
+		ck_assert_uint_lt(T.req[i].server, 2);
+	ck_assert_uint_ne(T.req[0].server, T.req[1].server); /* in turn */
+	{
+		int far = 0;
+
+		for (size_t i = RX_NEAR_TRIES; i < T.n_req; i++)
+			far += T.req[i].server >= 2;
+		ck_assert_int_gt(far, 0);
+	}
+	rx_destroy(rx);
+
+	rx = make(&c, 1);
+	feed(rx, 1);
+	feed(rx, 5);
+	tick_at(rx, 0);
+	ck_assert_uint_eq(T.n_req, 1);
+	rx_too_old(rx, 0, 100, 0); /* near server 0 holds nothing below 100 */
+	rx_too_old(rx, 1, 100, 0); /* nor does 1 */
+	tick_at(rx, 1);
+	ck_assert_uint_ge(T.n_req, 2);
+	ck_assert_uint_ge(T.req[T.n_req - 1].server, 2);
+	rx_destroy(rx);
+
+	c.n_near = 5;
+	ck_assert_int_eq(rx_create(&rx, &c, &ops, NULL), -EINVAL);
+}
+END_TEST
+
 START_TEST(jitter_bounds)
 {
 	struct rx_config c = config();
@@ -837,6 +885,7 @@ int main(void)
 	tcase_add_test(tc, backoff_sequence);
 	tcase_add_test(tc, jitter_bounds);
 	tcase_add_test(tc, hold_lets_the_other_copy_fill);
+	tcase_add_test(tc, near_servers_first);
 	tcase_add_test(tc, heartbeat_reveals_tail);
 	tcase_add_test(tc, unbelievable_positions);
 	tcase_add_test(tc, hold_and_resume);
