@@ -413,6 +413,29 @@ START_TEST(addr_list_good)
 }
 END_TEST
 
+/* tape_recorders then tape_retrans: the near ones first, counted. */
+START_TEST(addr_list_near)
+{
+	struct sockaddr_in a[RX_MAX_SERVERS];
+	unsigned near = 99;
+
+	ck_assert_int_eq(addrlist_parse_near("10.0.0.9:9", "10.0.0.1:1,10.0.0.2:2", a, 9, &near), 3);
+	ck_assert_uint_eq(near, 1);
+	ck_addr(&a[0], "10.0.0.9", 9);
+	ck_addr(&a[2], "10.0.0.2", 2);
+	ck_assert_int_eq(addrlist_parse_near(" ", "10.0.0.1:1", a, 9, &near), 1);
+	ck_assert_uint_eq(near, 0);
+	ck_assert_int_eq(addrlist_parse_near(NULL, "10.0.0.1:1", a, 9, &near), 1);
+	ck_assert_int_eq(addrlist_parse_near("1.1.1.1:1,2.2.2.2:2", "3.3.3.3:3,4.4.4.4:4", a, 3,
+					     &near),
+			 -E2BIG);
+	ck_assert_int_eq(addrlist_parse_near("1.1.1.1:1,2.2.2.2:2", "3.3.3.3:3", a, 2, &near),
+			 -E2BIG);
+	ck_assert_int_eq(addrlist_parse_near("1.1.1.1:1,", "3.3.3.3:3", a, 9, &near), -EINVAL);
+	ck_assert_int_eq(addrlist_parse_near("1.1.1.1:1", "", a, 9, &near), -EINVAL);
+}
+END_TEST
+
 static const struct {
 	const char *list;
 	int max, rc;
@@ -1862,6 +1885,7 @@ static Suite *gateway_suite(void)
 	tcase_add_test(tc, lockout_eviction);
 	tcase_add_test(tc, default_session);
 	tcase_add_test(tc, addr_list_good);
+	tcase_add_test(tc, addr_list_near);
 	tcase_add_loop_test(tc, addr_list_bad, 0, (int)(sizeof(bad_lists) / sizeof(bad_lists[0])));
 	tcase_add_test(tc, routes_listed);
 	tcase_add_test(tc, routes_hash);
