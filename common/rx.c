@@ -512,6 +512,21 @@ static unsigned pick_server(struct rx *rx, uint64_t lo, unsigned attempt)
 	return s;
 }
 
+void rx_heard(struct rx *rx, uint64_t seq, uint64_t count, uint64_t now)
+{
+	if (count == 0 || !rx_believable(rx, seq, count))
+		return;
+	for (unsigned i = 0; i < rx->n_gaps; i++) {
+		struct rx_gap *g = &rx->gap[i];
+		uint64_t due = now + g->backoff;
+
+		if (g->lo < seq + count && seq < g->hi && g->due < due) {
+			g->due = due;
+			rx->st.suppressed++;
+		}
+	}
+}
+
 void rx_too_old(struct rx *rx, unsigned server, uint64_t oldest, uint64_t now)
 {
 	uint64_t least = UINT64_MAX, first, upto;

@@ -119,6 +119,7 @@ struct rx_stats {
 	uint64_t lost; /* sequence numbers given up (holes the stream went on after) */
 	uint64_t rejected; /* blocks the callback rejected */
 	uint64_t unbelievable; /* packets and answers claiming a position no stream reaches */
+	uint64_t suppressed; /* requests put off because another receiver asked (rx_heard) */
 };
 
 struct rx;
@@ -140,6 +141,13 @@ void rx_packet(struct rx *rx, const struct mold_packet *p, uint64_t now);
 void rx_block(struct rx *rx, uint64_t seq, const uint8_t *data, uint16_t len, uint64_t now);
 /* The stream's next sequence number is `next_seq` (a heartbeat). */
 void rx_tail(struct rx *rx, uint64_t next_seq, uint64_t now);
+/* Another receiver asked for [seq, seq + count) (its request heard on a
+ * repair group): every missing range it overlaps waits for the answer as
+ * if this receiver had asked, its next request put off by the range's
+ * current back-off (request suppression, as SRM and PGM do: the repair
+ * traffic of a loss that many receivers share does not grow with their
+ * number). */
+void rx_heard(struct rx *rx, uint64_t seq, uint64_t count, uint64_t now);
 /* Server `server` holds nothing older than `oldest` (the too-old answer). */
 void rx_too_old(struct rx *rx, unsigned server, uint64_t oldest, uint64_t now);
 /* Delivers again after an RX_HOLD. */

@@ -18,7 +18,7 @@
 #include "macros.h"
 #include "moldudp64.h"
 #include "net.h"
-#include "recorder.h"
+#include "recorder_private.h"
 #include "rx.h"
 #include "rxpath.h"
 #include "tape.h"
@@ -26,6 +26,24 @@
 #include "tapeserve.h"
 
 static struct log_ratelimit rl_rec = LOG_RATELIMIT_INIT(1, 5);
+
+static const char *const rec_state_names[REC_STATE_MAX] = { "catching-up", "live" };
+
+static const struct counter_def rec_stat_defs[] = {
+	COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_wrong_session),
+	COUNTER(tape_fenced), COUNTER(tape_answers), COUNTER(tape_too_old),
+	COUNTER(tape_unrecoverable), COUNTER(events_journalled), COUNTER(events_malformed),
+	COUNTER(journal_errors), COUNTER(flow_status_ignored), COUNTER(retrans_auth_dropped),
+	COUNTER(tape_first_a), COUNTER(tape_first_b), COUNTER(repair_heard),
+	COUNTER(repair_answers), COUNTER(repair_answers_suppressed), COUNTER(repair_pending),
+	COUNTER(repair_data), COUNTER(tape_gaps),
+	COUNTER(tape_duplicates), COUNTER(tape_held), COUNTER(requests_sent),
+	COUNTER(blocks_requested), COUNTER(requests_suppressed), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
+	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), COUNTER(retrans_too_old),
+	COUNTER(retrans_budget_refused), COUNTER(rxq_dropped), COUNTER(drops_injected),
+};
+_Static_assert(ARRAY_SIZE(rec_stat_defs) == sizeof(struct rec_stats) / sizeof(uint64_t),
+	       "a name for every counter");
 
 static const char *const fsync_names[] = { "interval", "none", NULL };
 static const enum journal_fsync rec_fsync_modes[] = { JOURNAL_FSYNC_INTERVAL,
@@ -84,6 +102,18 @@ static const struct config_key rec_keys[] = {
 	  NULL, "tape events held ahead of a gap (sequence numbers)" },
 	{ "recorder", "reorder_bytes", CONFIG_SIZE, OFF(reorder_bytes), 0, "16M", 4096,
 	  4294967295.0, NULL, "memory for the tape events held ahead of a gap" },
+	{ "recorder", "repair_group", CONFIG_STRING, OFF(repair_group), 64, "", 0, 0, NULL,
+	  "request suppression: a multicast group:port on tape_iface where receivers ask for "
+	  "what they miss and hear each other ask (a gap someone else asked for waits for the "
+	  "answer instead of asking again), and where repair_answer recorders answer, once a "
+	  "range (empty: off)" },
+	{ "recorder", "repair_ask", CONFIG_BOOL, OFF(repair_ask), 0, "yes", 0, 0, NULL,
+	  "with repair_group: ask there first (three times), upstream only after" },
+	{ "recorder", "repair_answer", CONFIG_BOOL, OFF(repair_answer), 0, "no", 0, 0, NULL,
+	  "with repair_group: answer the requests heard there, by multicast to the group, one "
+	  "answer a range per repair_holdoff (what is not journalled yet is answered once it is)" },
+	{ "recorder", "repair_holdoff", CONFIG_DURATION, OFF(repair_holdoff_ns), 0, "5ms", 0, 1e9,
+	  NULL, "with repair_answer: a range answered is not answered again this long" },
 	{ "recorder", "drop_rate", CONFIG_DOUBLE, OFF(drop_rate), 0, "0", 0, 1, NULL,
 	  "loss generator for tests: fraction of received datagrams thrown away" },
 	{ "recorder", "drop_seed", CONFIG_UINT, OFF(drop_seed), 0, "1", 0, 0, NULL,
@@ -91,61 +121,6 @@ static const struct config_key rec_keys[] = {
 	CONFIG_END,
 };
 const struct config_spec rec_config_spec = { .keys = rec_keys };
-
-enum rec_state { REC_CATCHING_UP, REC_LIVE, REC_STATE_MAX };
-static const char *const rec_state_names[REC_STATE_MAX] = { "catching-up", "live" };
-
-/* STATS, in this order (rec_stat_defs). */
-struct rec_stats {
-	uint64_t tape_packets, tape_malformed, tape_wrong_session, tape_fenced, tape_answers;
-	uint64_t tape_too_old, tape_unrecoverable, events_journalled, events_malformed;
-	uint64_t journal_errors, flow_status_ignored, retrans_auth_dropped;
-	uint64_t tape_first_a, tape_first_b; /* A/B: whose copy came first */
-	/* the receiver's (rx) and the server's (tapeserve), copied in by rec_stats */
-	uint64_t tape_gaps, tape_duplicates, tape_held, requests_sent, blocks_requested;
-	uint64_t retrans_requests, retrans_bad_requests, retrans_blocks_sent, retrans_packets_sent;
-	uint64_t retrans_too_old, retrans_budget_refused, rxq_dropped, drops_injected;
-};
-static const struct counter_def rec_stat_defs[] = {
-	COUNTER(tape_packets), COUNTER(tape_malformed), COUNTER(tape_wrong_session),
-	COUNTER(tape_fenced), COUNTER(tape_answers), COUNTER(tape_too_old),
-	COUNTER(tape_unrecoverable), COUNTER(events_journalled), COUNTER(events_malformed),
-	COUNTER(journal_errors), COUNTER(flow_status_ignored), COUNTER(retrans_auth_dropped),
-	COUNTER(tape_first_a), COUNTER(tape_first_b), COUNTER(tape_gaps),
-	COUNTER(tape_duplicates), COUNTER(tape_held), COUNTER(requests_sent),
-	COUNTER(blocks_requested), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
-	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), COUNTER(retrans_too_old),
-	COUNTER(retrans_budget_refused), COUNTER(rxq_dropped), COUNTER(drops_injected),
-};
-_Static_assert(ARRAY_SIZE(rec_stat_defs) == sizeof(struct rec_stats) / sizeof(uint64_t),
-	       "a name for every counter");
-
-struct recorder {
-	struct ev_loop *loop;
-	const struct rec_config *cfg;
-	enum rec_state state;
-	struct journal *journal;
-	uint64_t written; /* the last event written to the journal's file (served up to it) */
-	int dirty; /* appended since the last flush */
-	struct tapeday days; /* the wire's days: learnt from the journal and the tape */
-	uint64_t term; /* the last event's */
-	int heard;
-	uint64_t now;
-
-	int tape_fd, tape_b_fd, req_fd, srv_fd;
-	ev_io tape_io, tape_b_io, req_io, srv_io;
-	ev_timer rx_timer, tick;
-	struct net_batch in; /* every socket's receive batch */
-	struct rx *rx;
-	struct rx_rng rng;
-	struct rx_drop drop_tape, drop_req, drop_srv;
-	struct sockaddr_in upstream[RX_MAX_SERVERS];
-	unsigned n_upstream;
-	uint64_t rxq_tape, rxq_tape_b, rxq_req, rxq_srv;
-	struct ab_first first;
-	struct tape_server srv;
-	struct rec_stats st;
-};
 
 static void set_state(struct recorder *r, enum rec_state s)
 {
@@ -369,11 +344,13 @@ static void rx_arm(struct recorder *r)
 
 /* The end of a wakeup: what was journalled is written (and may be served),
  * held events are offered again, the state, the request timer. */
-static void wakeup_end(struct recorder *r)
+void rec_wakeup_end(struct recorder *r)
 {
 	if (rx_holding(r->rx))
 		rx_resume(r->rx, r->now);
 	(void)flush(r);
+	if (r->n_pending)
+		rec_repair_drain(r, r->now);
 	if (r->heard && rx_missing(r->rx) == 0 && !rx_holding(r->rx))
 		set_state(r, REC_LIVE);
 	else if (rx_missing(r->rx) > 0 && r->state == REC_LIVE && rx_gap_count(r->rx) > 1)
@@ -401,7 +378,7 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 		if ((unsigned)n < r->in.n)
 			break;
 	}
-	wakeup_end(r);
+	rec_wakeup_end(r);
 }
 
 static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -415,7 +392,7 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	r->now = mono_ns();
 	rx_tick(r->rx, r->now);
-	wakeup_end(r);
+	rec_wakeup_end(r);
 }
 
 /* --- the retransmission server ------------------------------------------- */
@@ -514,7 +491,7 @@ static int open_sockets(struct recorder *r)
 		return r->srv_fd;
 	}
 	r->srv.fd = r->srv_fd;
-	return 0;
+	return rec_repair_open(r, &o);
 }
 
 static int open_rx(struct recorder *r)
@@ -532,15 +509,20 @@ static int open_rx(struct recorder *r)
 		.settle_ns = c->retrans_wait_ns / 4,
 		.rng = &r->rng,
 	};
-	int e = addrlist_parse(c->upstream, r->upstream, RX_MAX_SERVERS);
+	/* with repair_ask the group is the near server: asked first */
+	unsigned near = r->rep_fd >= 0 && c->repair_ask;
+	int e = addrlist_parse(c->upstream, r->upstream + near, RX_MAX_SERVERS - (int)near);
 
 	if (e <= 0) {
 		log_err("[recorder] upstream \"%s\": not a list of 1 to %d host:port", c->upstream,
-			RX_MAX_SERVERS);
+			RX_MAX_SERVERS - (int)near);
 		return e < 0 ? e : -EINVAL;
 	}
-	r->n_upstream = (unsigned)e;
+	if (near)
+		r->upstream[0] = r->rep_group;
+	r->n_upstream = (unsigned)e + near;
 	rc.n_servers = r->n_upstream;
+	rc.n_near = near;
 	rxpath_loss_init(&r->rng,
 			 (struct rx_drop *const[]){ &r->drop_tape, &r->drop_req, &r->drop_srv }, 3,
 			 c->drop_rate, c->node.name, c->drop_seed, 0);
@@ -567,6 +549,11 @@ static void start_watchers(struct recorder *r)
 		ev_io_start(r->loop, &r->tape_b_io);
 	ev_io_start(r->loop, &r->req_io);
 	ev_io_start(r->loop, &r->srv_io);
+	if (r->rep_fd >= 0) {
+		ev_io_init(&r->rep_io, rec_repair_read, r->rep_fd, EV_READ);
+		r->rep_io.data = r;
+		ev_io_start(r->loop, &r->rep_io);
+	}
 	ev_init(&r->rx_timer, on_rx_timer);
 	r->rx_timer.data = r;
 	ev_timer_init(&r->tick, on_tick, tick, tick);
@@ -589,7 +576,7 @@ static int rec_open(struct recorder **out, struct ev_loop *loop, const struct re
 		return -ENOMEM;
 	r->loop = loop;
 	r->cfg = cfg;
-	r->tape_fd = r->tape_b_fd = r->req_fd = r->srv_fd = -1;
+	r->tape_fd = r->tape_b_fd = r->req_fd = r->srv_fd = r->rep_fd = -1;
 	*out = r;
 	if (tapeday_init(&r->days, cfg->tape_session) < 0 || !cfg->tape_session[0]) {
 		log_err("[recorder] tape_session '%s': 1 to 10 printable characters",
@@ -618,6 +605,7 @@ static void rec_stop(struct recorder *r)
 	ev_io_stop(r->loop, &r->tape_b_io);
 	ev_io_stop(r->loop, &r->req_io);
 	ev_io_stop(r->loop, &r->srv_io);
+	ev_io_stop(r->loop, &r->rep_io);
 	ev_timer_stop(r->loop, &r->rx_timer);
 	ev_timer_stop(r->loop, &r->tick);
 	if (r->journal)
@@ -626,7 +614,7 @@ static void rec_stop(struct recorder *r)
 
 static void rec_close(struct recorder *r)
 {
-	const int fds[] = { r->tape_fd, r->tape_b_fd, r->req_fd, r->srv_fd };
+	const int fds[] = { r->tape_fd, r->tape_b_fd, r->req_fd, r->srv_fd, r->rep_fd };
 
 	if (!r)
 		return;
@@ -672,6 +660,7 @@ static void rec_stats(void *self, struct counters *out)
 	r->st.tape_held = rs.held;
 	r->st.requests_sent = rs.requests;
 	r->st.blocks_requested = rs.requested;
+	r->st.requests_suppressed = rs.suppressed;
 	r->st.retrans_requests = r->srv.st.requests;
 	r->st.retrans_bad_requests = r->srv.st.bad_requests;
 	r->st.retrans_blocks_sent = r->srv.st.blocks_sent;

@@ -27,6 +27,11 @@ struct rec_config {
 	uint64_t rcvbuf, sndbuf, batch, max_datagram, retrans_packets;
 	uint64_t ab_wait_ns, request_delay_ns, retrans_wait_ns, retrans_wait_max_ns;
 	uint64_t reorder_window, reorder_bytes;
+	/* the repair group (request suppression): joined on tape_iface; asked
+	 * first (repair_ask), answered by multicast (repair_answer) */
+	char repair_group[64];
+	int repair_ask, repair_answer;
+	uint64_t repair_holdoff_ns;
 	double drop_rate; /* loss generator for tests, 0: off */
 	uint64_t drop_seed;
 };

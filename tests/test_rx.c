@@ -440,6 +440,38 @@ START_TEST(near_servers_first)
 }
 END_TEST
 
+/* Suppression: a request heard for an overlapping range puts this
+ * receiver's own off by the back-off; a range nobody else asks for is
+ * asked for as before. */
+START_TEST(heard_request_suppresses)
+{
+	struct rx_config c = config();
+	struct rx *rx;
+	struct rx_stats st;
+
+	c.delay_ns = 0;
+	rx = make(&c, 1);
+	feed(rx, 1);
+	feed(rx, 5); /* 2..4 missing */
+	feed(rx, 9); /* 6..8 missing */
+	rx_heard(rx, 3, 1, 0); /* someone asked for 3 */
+	tick_at(rx, 0);
+	ck_assert_uint_eq(T.n_req, 1); /* only 6..8 */
+	ck_assert_uint_eq(T.req[0].seq, 6);
+	tick_at(rx, c.retry_ns - 1);
+	ck_assert_uint_eq(T.n_req, 1);
+	feed_range(rx, 2, 5); /* the answer to the other's request: filled, never asked */
+	tick_at(rx, c.retry_ns);
+	ck_assert_uint_eq(T.n_req, 2); /* 6..8 again, nothing for 2..4 */
+	ck_assert_uint_eq(T.req[1].seq, 6);
+	rx_get_stats(rx, &st);
+	ck_assert_uint_eq(st.suppressed, 1);
+	rx_heard(rx, 100, 0, 0); /* nothing */
+	rx_heard(rx, UINT64_MAX - 1, 1, 0); /* unbelievable: ignored */
+	rx_destroy(rx);
+}
+END_TEST
+
 START_TEST(jitter_bounds)
 {
 	struct rx_config c = config();
@@ -886,6 +918,7 @@ int main(void)
 	tcase_add_test(tc, jitter_bounds);
 	tcase_add_test(tc, hold_lets_the_other_copy_fill);
 	tcase_add_test(tc, near_servers_first);
+	tcase_add_test(tc, heard_request_suppresses);
 	tcase_add_test(tc, heartbeat_reveals_tail);
 	tcase_add_test(tc, unbelievable_positions);
 	tcase_add_test(tc, hold_and_resume);

@@ -1,0 +1,180 @@
+/* The tape recorder's repair group (request suppression, recorder.h):
+ * receivers ask there and hear each other ask (a gap another receiver asked
+ * for waits for the answer, rx_heard), and a recorder with repair_answer
+ * answers each range once, by multicast to the group, what it does not hold
+ * yet as soon as its journal does. */
+#include <errno.h>
+#include <string.h>
+
+#include "auth_node.h"
+#include "clock.h"
+#include "log.h"
+#include "moldudp64.h"
+#include "recorder_private.h"
+#include "rxpath.h"
+
+/* Multicasts the journal's events [lo, hi] to the repair group. */
+static void repair_send(struct recorder *r, uint64_t lo, uint64_t hi, uint64_t now)
+{
+	struct mold_request q;
+	uint8_t req[MOLD_REQUEST_LEN];
+	size_t n;
+
+	if (hi - lo + 1 > MOLD_MAX_COUNT)
+		hi = lo + MOLD_MAX_COUNT - 1;
+	q.count = (uint16_t)(hi - lo + 1);
+	tapeday_wire(&r->days, lo, &q.session, &q.seq);
+	n = mold_build_request(req, &q);
+	tape_server_serve(&r->srv, r->journal, &r->days, req, n, &r->rep_group, r->written, now);
+	r->answered[r->answered_next++ % REC_RANGES] = (struct rec_range){ lo, hi, now };
+	r->st.repair_answers++;
+}
+
+static int recently_answered(const struct recorder *r, uint64_t lo, uint64_t hi, uint64_t now)
+{
+	for (unsigned i = 0; i < REC_RANGES; i++) {
+		const struct rec_range *a = &r->answered[i];
+
+		if (a->t && now - a->t < r->cfg->repair_holdoff_ns && a->lo <= lo && hi <= a->hi)
+			return 1;
+	}
+	return 0;
+}
+
+static void pending_add(struct recorder *r, uint64_t lo, uint64_t hi)
+{
+	for (unsigned i = 0; i < r->n_pending; i++)
+		if (r->pending[i].lo <= lo && hi <= r->pending[i].hi)
+			return;
+	if (r->n_pending == REC_RANGES)
+		return; /* the requester asks again */
+	r->pending[r->n_pending++] = (struct rec_range){ lo, hi, 0 };
+	r->st.repair_pending++;
+}
+
+/* What waited for the journal and is in it now goes out. */
+void rec_repair_drain(struct recorder *r, uint64_t now)
+{
+	for (unsigned i = 0; i < r->n_pending;) {
+		struct rec_range *p = &r->pending[i];
+
+		if (p->lo > r->written) {
+			i++;
+			continue;
+		}
+		repair_send(r, p->lo, p->hi < r->written ? p->hi : r->written, now);
+		if (p->hi > r->written) {
+			p->lo = r->written + 1;
+			i++;
+		} else {
+			*p = r->pending[--r->n_pending];
+		}
+	}
+}
+
+/* A request heard on the repair group: this recorder's own gaps wait for
+ * its answer (rx_heard); a repair_answer recorder answers it once. */
+static void repair_request(struct recorder *r, const uint8_t *buf, size_t len,
+			   const struct sockaddr_in *from, uint64_t now)
+{
+	struct mold_request q;
+	uint64_t lo, hi;
+
+	if (from->sin_port == htons(r->own_port))
+		return; /* our own, back by multicast loop */
+	if (tapeday_parse_request(&r->days, buf, len, &q) < 0 || q.count == 0) {
+		r->st.tape_malformed++;
+		return;
+	}
+	r->st.repair_heard++;
+	rx_heard(r->rx, q.seq, q.count, now);
+	if (!r->cfg->repair_answer)
+		return;
+	lo = q.seq;
+	hi = q.seq + q.count - 1;
+	if (journal_first_seq(r->journal) > lo)
+		return; /* not held: the requester goes upstream */
+	if (recently_answered(r, lo, hi, now)) {
+		r->st.repair_answers_suppressed++;
+		return;
+	}
+	if (r->written >= lo)
+		repair_send(r, lo, hi < r->written ? hi : r->written, now);
+	if (hi > r->written)
+		pending_add(r, lo > r->written ? lo : r->written + 1, hi);
+}
+
+/* An answer multicast on the repair group: tape data. */
+static void repair_data(struct recorder *r, uint8_t *buf, size_t len)
+{
+	struct mold_packet p;
+
+	if (tapeday_parse(&r->days, buf, len, 0, &p) < 0 || p.kind != MOLD_DATA)
+		return;
+	r->st.repair_data++;
+	rx_packet(r->rx, &p, r->now);
+}
+
+void rec_repair_read(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct recorder *r = w->data;
+	size_t tag = auth_node_reserve();
+	int n;
+
+	(void)loop;
+	(void)revents;
+	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
+		n = net_batch_recv_counted(&r->in, r->rep_fd, &r->rxq_srv);
+		if (n <= 0)
+			break;
+		r->now = mono_ns();
+		for (int i = 0; i < n; i++) {
+			uint8_t *buf = net_batch_slot(&r->in, (unsigned)i);
+			const struct sockaddr_in *from = &r->in.addrs[i];
+			size_t len = r->in.lens[i];
+			int request = len == MOLD_REQUEST_LEN + tag;
+
+			if (auth_node_check(request ? AUTH_REQUEST : AUTH_TAPE, buf, &len, 0, from) < 0 ||
+			    rx_drop(&r->drop_srv, buf, len))
+				continue;
+			if (request)
+				repair_request(r, buf, len, from, r->now);
+			else
+				repair_data(r, buf, len);
+		}
+		if ((unsigned)n < r->in.n)
+			break;
+	}
+	rec_wakeup_end(r);
+}
+
+/* The repair group, when configured: joined on tape_iface; requests leave
+ * by req_fd, which then sends multicast too. */
+int rec_repair_open(struct recorder *r, const struct net_udp_options *o)
+{
+	const struct rec_config *c = r->cfg;
+	struct net_bufsize rcv;
+	int e;
+
+	r->own_port = (uint16_t)net_local_port(r->req_fd);
+	if (!*c->repair_group)
+		return 0;
+	if (net_parse_addr(c->repair_group, &r->rep_group) < 0 ||
+	    !IN_MULTICAST(ntohl(r->rep_group.sin_addr.s_addr))) {
+		log_err("[recorder] repair_group \"%s\": not a multicast group:port", c->repair_group);
+		return -EINVAL;
+	}
+	if ((r->rep_fd = net_mcast_recv_open(&r->rep_group, c->tape_iface, o, &rcv)) < 0) {
+		log_err("repair group %s on %s: %s", c->repair_group, c->tape_iface,
+			strerror(-r->rep_fd));
+		return r->rep_fd;
+	}
+	rxpath_bufsize_check("repair group", &rcv);
+	if ((e = net_mcast_send_setup(r->req_fd, c->tape_iface, 1)) < 0) {
+		log_err("repair group: requests on %s: %s", c->tape_iface, strerror(-e));
+		return e;
+	}
+	log_info("repair group %s: %s%s", c->repair_group,
+		 c->repair_ask ? "asked first, " : "", c->repair_answer ? "answered" : "heard");
+	return 0;
+}
