@@ -22,7 +22,7 @@
 struct tape_server_stats {
 	uint64_t requests; /* well-formed requests served */
 	uint64_t bad_requests; /* wrong length or session */
-	uint64_t blocks_sent, packets_sent;
+	uint64_t blocks_sent, packets_sent, bytes_sent;
 	uint64_t too_old; /* requests older than the journal, told so */
 	uint64_t budget_refused; /* answers cut short by the requester's budget */
 };

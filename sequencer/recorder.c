@@ -41,6 +41,7 @@ static const struct counter_def rec_stat_defs[] = {
 	COUNTER(blocks_requested), COUNTER(requests_suppressed), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), COUNTER(retrans_too_old),
 	COUNTER(retrans_budget_refused), COUNTER(rxq_dropped), COUNTER(drops_injected),
+	COUNTER(retrans_bytes_sent), COUNTER(drops_injected_data),
 };
 _Static_assert(ARRAY_SIZE(rec_stat_defs) == sizeof(struct rec_stats) / sizeof(uint64_t),
 	       "a name for every counter");
@@ -109,6 +110,9 @@ static const struct config_key rec_keys[] = {
 	  "range (empty: off)" },
 	{ "recorder", "repair_ask", CONFIG_BOOL, OFF(repair_ask), 0, "yes", 0, 0, NULL,
 	  "with repair_group: ask there first (three times), upstream only after" },
+	{ "recorder", "repair_suppress", CONFIG_BOOL, OFF(repair_suppress), 0, "yes", 0, 0, NULL,
+	  "with repair_group: a gap another receiver asked for there waits for the answer "
+	  "instead of asking too (no: every receiver asks for itself, for comparison)" },
 	{ "recorder", "repair_answer", CONFIG_BOOL, OFF(repair_answer), 0, "no", 0, 0, NULL,
 	  "with repair_group: answer the requests heard there, by multicast to the group, one "
 	  "answer a range per repair_holdoff (what is not journalled yet is answered once it is)" },
@@ -390,6 +394,10 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_invoke(loop, &r->tape_b_io, EV_READ);
 		ev_invoke(loop, &r->tape_io, EV_READ);
 	}
+	/* the others' requests waiting in the repair group's socket are heard
+	 * before this one asks (on a busy host the wait is the scheduler's) */
+	if (r->rep_fd >= 0)
+		ev_invoke(loop, &r->rep_io, EV_READ);
 	r->now = mono_ns();
 	rx_tick(r->rx, r->now);
 	rec_wakeup_end(r);
@@ -667,6 +675,9 @@ static void rec_stats(void *self, struct counters *out)
 	r->st.retrans_packets_sent = r->srv.st.packets_sent;
 	r->st.retrans_too_old = r->srv.st.too_old;
 	r->st.retrans_budget_refused = r->srv.st.budget_refused;
+	r->st.retrans_bytes_sent = r->srv.st.bytes_sent;
+	r->st.drops_injected_data = r->drop_tape.dropped_data + r->drop_req.dropped_data +
+				    r->drop_srv.dropped_data;
 	r->st.rxq_dropped = r->rxq_tape + r->rxq_tape_b + r->rxq_req + r->rxq_srv;
 	r->st.drops_injected = r->drop_tape.dropped + r->drop_req.dropped + r->drop_srv.dropped;
 	counters_add_table(out, rec_stat_defs, (const uint64_t *)&r->st, ARRAY_SIZE(rec_stat_defs));

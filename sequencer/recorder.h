@@ -30,7 +30,7 @@ struct rec_config {
 	/* the repair group (request suppression): joined on tape_iface; asked
 	 * first (repair_ask), answered by multicast (repair_answer) */
 	char repair_group[64];
-	int repair_ask, repair_answer;
+	int repair_ask, repair_answer, repair_suppress;
 	uint64_t repair_holdoff_ns;
 	double drop_rate; /* loss generator for tests, 0: off */
 	uint64_t drop_seed;

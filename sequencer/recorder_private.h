@@ -34,6 +34,7 @@ struct rec_stats {
 	uint64_t requests_suppressed;
 	uint64_t retrans_requests, retrans_bad_requests, retrans_blocks_sent, retrans_packets_sent;
 	uint64_t retrans_too_old, retrans_budget_refused, rxq_dropped, drops_injected;
+	uint64_t retrans_bytes_sent, drops_injected_data;
 };
 
 

@@ -87,7 +87,11 @@ static void repair_request(struct recorder *r, const uint8_t *buf, size_t len,
 		return;
 	}
 	r->st.repair_heard++;
-	rx_heard(r->rx, q.seq, q.count, now);
+	/* suppression is among those who ask the group: a recorder that asks
+	 * upstream (repair_ask = no, the group's answerer) must not wait for
+	 * the answer it is to give */
+	if (r->cfg->repair_suppress && r->cfg->repair_ask)
+		rx_heard(r->rx, q.seq, q.count, now);
 	if (!r->cfg->repair_answer)
 		return;
 	lo = q.seq;
