@@ -145,6 +145,15 @@ static const struct config_key matcher_keys[] = {
 	  "empty: every login is rejected)" },
 	{ "feed", "glimpse_max", CONFIG_UINT, OFF(feed_glimpse_max), 0, "16", 1, 1024, NULL,
 	  "GLIMPSE sessions at once (one more connection is closed at once)" },
+	{ "feed", "glimpse_login_timeout", CONFIG_DURATION, OFF(feed_glimpse_login_timeout_ns), 0,
+	  "5s", 1e8, 3600e9, NULL,
+	  "a GLIMPSE connection that has not sent its Login Request this long after it "
+	  "connected is closed (feed_glimpse_login_timeouts)" },
+	{ "feed", "glimpse_idle_timeout", CONFIG_DURATION, OFF(feed_glimpse_idle_timeout_ns), 0,
+	  "15s", 1e8, 3600e9, NULL,
+	  "a GLIMPSE session whose client is silent this long, or whose socket takes nothing "
+	  "of what it is owed this long (a client that does not read), is closed "
+	  "(feed_glimpse_idle_timeouts, feed_glimpse_write_stalls)" },
 	{ "feed", "locate_base", CONFIG_UINT, OFF(feed_locate_base), 0, "1", 1, 65535, NULL,
 	  "stock locate code of the first of [matcher] symbols (the others follow in order); "
 	  "give each partition its own range" },

@@ -69,6 +69,7 @@ struct glimpse {
 	int has_logins;
 	char dummy[CREDS_HASH_LEN]; /* verified for a name that is no login */
 	unsigned max_sessions;
+	uint64_t login_ns, idle_ns; /* glimpse_config's, defaults applied */
 	int listen_fd;
 	struct ev_loop *owner, *loop;
 	glimpse_build_fn build;
@@ -398,14 +399,14 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	count(s->g, login ? ST(login_timeouts) : ST(idle_timeouts), 1);
-	log_ratelimited(&rl_client, LOG_LVL_INFO, "GLIMPSE %s: %s for %.0f s: closed", s->peer,
+	log_ratelimited(&rl_client, LOG_LVL_INFO, "GLIMPSE %s: %s for %g s: closed", s->peer,
 			login ? "no login" : "nothing heard",
-			NS_TO_S(login ? GLIMPSE_LOGIN_NS : GLIMPSE_IDLE_NS));
+			NS_TO_S(login ? s->g->login_ns : s->g->idle_ns));
 	session_close(s);
 }
 
 /* Every second from Login Accepted: a heartbeat when all is written; a
- * socket that took nothing for GLIMPSE_IDLE_NS closes the session (a
+ * socket that took nothing for idle_ns closes the session (a
  * client that does not read holds the image from the next logins). */
 static void on_hb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -415,12 +416,12 @@ static void on_hb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (owes(s)) {
-		if (now - s->written_ns < GLIMPSE_IDLE_NS)
+		if (now - s->written_ns < s->g->idle_ns)
 			return;
 		count(s->g, ST(write_stalls), 1);
 		log_ratelimited(&rl_client, LOG_LVL_NOTICE,
-				"GLIMPSE %s: %s: nothing written for %.0f s (it does not read): "
-				"closed", s->peer, s->user, NS_TO_S(GLIMPSE_IDLE_NS));
+				"GLIMPSE %s: %s: nothing written for %g s (it does not read): "
+				"closed", s->peer, s->user, NS_TO_S(s->g->idle_ns));
 		session_close(s);
 		return;
 	}
@@ -435,7 +436,7 @@ static void session_start(struct glimpse_session *s)
 {
 	struct glimpse *g = s->g;
 
-	s->timer.repeat = NS_TO_S(GLIMPSE_IDLE_NS);
+	s->timer.repeat = NS_TO_S(g->idle_ns);
 	ev_timer_again(g->loop, &s->timer); /* also bounds a Login Rejected's write */
 	if (!g->img.available) {
 		count(g, ST(logins_unavailable), 1);
@@ -492,7 +493,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 				 SOUP_FROM_CLIENT);
 		ev_io_init(&s->rio, on_read, fd, EV_READ);
 		ev_io_init(&s->wio, on_write, fd, EV_WRITE);
-		ev_timer_init(&s->timer, on_timer, NS_TO_S(GLIMPSE_LOGIN_NS), 0.);
+		ev_timer_init(&s->timer, on_timer, NS_TO_S(g->login_ns), 0.);
 		ev_timer_init(&s->hb, on_hb, NS_TO_S(GLIMPSE_HEARTBEAT_NS),
 			      NS_TO_S(GLIMPSE_HEARTBEAT_NS));
 		ev_io_start(loop, &s->rio);
@@ -625,6 +626,8 @@ int glimpse_open(struct glimpse **out, const struct glimpse_config *cfg, struct 
 	g->build = build;
 	g->ctx = ctx;
 	g->max_sessions = cfg->max_sessions ? cfg->max_sessions : 1;
+	g->login_ns = cfg->login_ns ? cfg->login_ns : GLIMPSE_LOGIN_NS;
+	g->idle_ns = cfg->idle_ns ? cfg->idle_ns : GLIMPSE_IDLE_NS;
 	if ((rc = net_parse_addr(cfg->listen, &a)) < 0) {
 		snprintf(err, errlen, "%s: not host:port", cfg->listen);
 		goto out_free;

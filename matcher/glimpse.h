@@ -1,7 +1,7 @@
 /* The GLIMPSE 5.0 snapshot server of a matcher replica (issue 18): the
  * displayed book of its partition, over SoupBinTCP 4.0 on [feed] glimpse.
  *
- * A session: the client sends a Login Request within GLIMPSE_LOGIN_NS of
+ * A session: the client sends a Login Request within login_ns of
  * connecting (username and password of the [feed] logins file, the
  * gateway's format, common/creds.h; the requested session and sequence
  * number are not looked at: a snapshot is always of now). A bad login is
@@ -15,7 +15,7 @@
  * position). Login Rejected 'S' instead when the replica cannot give one
  * (the build says so: the feed's position unknown, the replica not live).
  * Then server heartbeats every GLIMPSE_HEARTBEAT_NS until the client's
- * Logout Request (closed). From Login Accepted on, GLIMPSE_IDLE_NS
+ * Logout Request (closed). From Login Accepted on, idle_ns
  * without a byte from the client, or with bytes owed and none taken by
  * its socket (a client that does not read), closes the session. At most
  * max_sessions connections at once: one more is accepted and closed at
@@ -56,6 +56,7 @@
 
 #include "soupbin.h"
 
+/* the defaults of struct glimpse_config's login_ns and idle_ns */
 #define GLIMPSE_LOGIN_NS (5 * 1000000000ull) /* connect to Login Request */
 #define GLIMPSE_IDLE_NS (15 * 1000000000ull) /* the client's silence; a write stalled */
 #define GLIMPSE_HEARTBEAT_NS 1000000000ull
@@ -94,6 +95,8 @@ struct glimpse_config {
 	const char *listen; /* host:port */
 	const char *logins; /* a credentials file; "" or NULL: every login rejected */
 	unsigned max_sessions; /* >= 1 */
+	uint64_t login_ns; /* connect to Login Request (0: GLIMPSE_LOGIN_NS) */
+	uint64_t idle_ns; /* the client's silence, a write stalled (0: GLIMPSE_IDLE_NS) */
 };
 
 /* STATS (matcher/control.c lists them in this order). */

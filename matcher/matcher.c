@@ -765,6 +765,8 @@ static int open_glimpse(struct matcher *m)
 	struct glimpse_config gc = {
 		.listen = c->feed_glimpse, .logins = c->feed_logins,
 		.max_sessions = (unsigned)c->feed_glimpse_max,
+		.login_ns = c->feed_glimpse_login_timeout_ns,
+		.idle_ns = c->feed_glimpse_idle_timeout_ns,
 	};
 	char why[600];
 	int err;

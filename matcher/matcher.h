@@ -51,6 +51,7 @@ struct matcher_config {
 	char feed_a_group[64], feed_b_group[64], feed_session[16], feed_retrans[64];
 	char feed_glimpse[64], feed_logins[256];
 	uint64_t feed_locate_base, feed_ring, feed_takeover_ns, feed_glimpse_max;
+	uint64_t feed_glimpse_login_timeout_ns, feed_glimpse_idle_timeout_ns;
 };
 
 /* The [node] and [matcher] keys (matcher/config.c). */

@@ -17,7 +17,9 @@
 # shared group it listens to (auth_dropped_tape and _votes on the matchers,
 # _tape and _exec on the gateway: the groups really were shared; the
 # sequencers join no group, so they have nothing to drop). Last, A's and
-# B's matcher hashes differ (their loads did).
+# B's matcher hashes differ (their loads did). Under ASan, samekey alone:
+# the name and the key both go into the tag's key (common/auth.h), so the
+# three variants take one code path, a tag that does not verify.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench lockstepctl
 ORDERS=1200 # per bench session, two sessions a bench, at RATE orders/s a bench
@@ -126,7 +128,12 @@ variant() {
 	for d in "$B" "$A"; do "$CLUSTER" down --dir "$d" >/dev/null; done
 }
 
-variant names --cluster beta
 variant samekey --cluster beta --set "node.key_file=$ROOT/samekey-a/cluster.key"
+if asan_build; then
+	echo "ok: two clusters on one set of groups and ports kept apart by another name (ASan build:" \
+		"the variants another key, and both, take the same code path: the plain build's)"
+	exit 0
+fi
+variant names --cluster beta
 variant samename --cluster alpha
 echo "ok: two clusters on one set of groups and ports kept apart by another name, another key, or both"

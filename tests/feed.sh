@@ -44,13 +44,15 @@ cluster_up --matchers 3
 conf() { sed -n "s/^$2 = //p" "$T/$1.conf"; }
 A=$(conf matcher-1 a_group) B=$(conf matcher-1 b_group)
 R="$(conf matcher-1 retrans),$(conf matcher-2 retrans),$(conf matcher-3 retrans)"
-# feed_bg JSON CMD...: CMD in the background, its standard output (the
-# subscriber's --json) in JSON, its log in JSON.err; FEED_PID.
+# feed_bg JSON CMD...: CMD (a lockstep-feed --glimpse) in the background,
+# its standard output (the subscriber's --json) in JSON, its log in
+# JSON.err; FEED_PID. Returns once it has started from its snapshot.
 feed_bg() {
 	local j=$1
 	shift
 	bg_start "$j.err" bash -c 'out=$1; shift; exec "$@" >"$out"' _ "$j" "$@"
 	FEED_PID=$BG_PID
+	wait_for 20 "lockstep-feed started from its snapshot ($j.err)" grep -q "snapshot: " "$j.err"
 }
 # itch_count FILE: the messages of an ITCH file; itch_tail LIVE REPLAY
 # [DAY]: 0 when LIVE's messages are the last of REPLAY's; with DAY (a
@@ -99,7 +101,6 @@ feed_bg "$T/feed1.json" "$FEED" --a "$A" --b "$B" --retrans "$R" \
 	--record "$T/live.itch" --book-out "$T/feed1.book" --until-idle 3 --duration 90 \
 	--stats --json
 feed_pid=$FEED_PID
-sleep 1
 "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --rate 3000 --duration 4 --timeout 20 \
 	--book-out "$T/bench1.book" >"$T/bench1.out" 2>&1 || { cat "$T/bench1.out"; fail "load 1"; }
 rc=0
@@ -159,7 +160,6 @@ feed_bg "$T/feed2.json" "$FEED" --a "$A" --b "$B" --retrans "$R" \
 	--glimpse "$(conf matcher-2 glimpse)" --login TRADR2 --password pw2 --check \
 	--until-idle 3 --duration 90 --stats --json
 feed_pid=$FEED_PID
-sleep 1
 bg_start "$T/bench2.out" "$BENCH" --connect "127.0.0.1:$P" --sessions 2 --rate 3000 \
 	--duration 5 --timeout 20
 bench_pid=$BG_PID
@@ -194,7 +194,6 @@ feed_bg "$T/feed3.json" "$FEED" --a "$A" --b "$B" --retrans "$R" \
 	--glimpse "$(conf matcher-1 glimpse)" --login TRADR3 --password pw3 \
 	--record "$T/days.itch" --until-idle 3 --duration 90 --stats --json
 feed_pid=$FEED_PID
-sleep 1
 pr=$(primary_node)
 node_ctl "$pr" end-of-day >/dev/null || fail "end-of-day"
 node_ctl "$pr" start-of-day >/dev/null || fail "start-of-day"

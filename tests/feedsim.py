@@ -25,7 +25,8 @@ requests.log ("SESSION SEQ COUNT" per request received), glimpse.log
 ("SESSION NEXT_SEQ" per snapshot served), glimpse_N.txt (the book of the
 N-th snapshot, as expected_book.txt), day.itch (the glimpse scenario's day),
 sent (messages sent so far), ready (the servers are up). With --wait-go,
-nothing is sent before DIR/go exists.
+nothing is sent before DIR/go exists; once DIR/stop exists (the subscriber
+is done), nothing more is sent and the servers stop.
 """
 import argparse
 import os
@@ -262,7 +263,6 @@ class Sim:
         self.a = a
         self.lock = threading.Lock()
         self.days = {}  # session -> messages (seq n at [n - 1])
-        self.gens = {}
         self.sent = 0  # messages of the current day sent
         self.cur = SESSION
         self.held_back = set()  # (session, seq) the server does not hold
@@ -381,8 +381,11 @@ class Sim:
 
     def book_at(self, sess, upto):
         """The book after messages 1..upto of day `sess` (replayed)."""
-        g = self.gens[sess]
-        return g["books"][upto]
+        return self.replay_book(self.days[sess][:upto])
+
+    def stopped(self):
+        """DIR/stop exists: the subscriber is done."""
+        return os.path.exists(self.path("stop"))
 
     # -- the feeds --
     def send(self, side, data):
@@ -395,7 +398,7 @@ class Sim:
     def run_day(self, sess, msgs, drop_a=(), drop_b=(), pace=0.0, extra=None):
         pa, pb = packets(msgs, 3), packets(msgs, 2)
         ia = ib = 0
-        while ia < len(pa) or ib < len(pb):
+        while (ia < len(pa) or ib < len(pb)) and not self.stopped():
             # the packet that starts first goes first; ties: A, B alternately
             sa = pa[ia][0] if ia < len(pa) else 1 << 62
             sb = pb[ib][0] if ib < len(pb) else 1 << 62
@@ -421,19 +424,15 @@ class Sim:
     def prepare_day(self, sess, seed, n):
         g = Generator(seed)
         msgs = g.opening()
-        books = None
         while len(msgs) < n:
             msgs.append(g.one())
-        # the book after every prefix, for GLIMPSE (replayed once: small days)
-        books = self.replay_books(msgs)
         self.days[sess] = msgs
-        self.gens[sess] = {"gen": g, "books": books}
         return msgs, g.book
 
     @staticmethod
-    def replay_books(msgs):
-        import copy
-        b, out = Book(), [Book()]
+    def replay_book(msgs):
+        """The book after msgs (a GLIMPSE snapshot's: replayed when asked for)."""
+        b = Book()
         for m in msgs:
             t = chr(m[0])
             if t == "R":
@@ -457,8 +456,7 @@ class Sim:
             elif t == "U":
                 old, new, shares, price = struct.unpack(">QQII", m[11:35])
                 b.replace(old, new, shares, price)
-            out.append(copy.deepcopy(b))
-        return out
+        return b
 
     def write_expected(self, book, recorded):
         with open(self.path("expected_book.txt"), "w") as f:
@@ -468,8 +466,9 @@ class Sim:
                 f.write(struct.pack(">H", len(m)) + m)
 
     def linger(self, sess, nxt, seconds, count=0):
+        """Heartbeats for `seconds`, or until DIR/stop."""
         end = time.time() + seconds
-        while time.time() < end:
+        while time.time() < end and not self.stopped():
             self.heartbeat(sess, nxt, count)
             time.sleep(0.1)
 
@@ -574,7 +573,8 @@ def main():
     ap.add_argument("--retrans-port", type=int, required=True)
     ap.add_argument("--glimpse-port", type=int, default=0)
     ap.add_argument("--dir", required=True)
-    ap.add_argument("--linger", type=float, default=3.0)
+    ap.add_argument("--linger", type=float, default=3.0,
+                    help="heartbeats after the stream for this long at most (until DIR/stop)")
     ap.add_argument("--pace-ms", type=float, default=1.0)
     ap.add_argument("--wait-go", action="store_true",
                     help="send once the file DIR/go exists (the subscriber has joined)")
