@@ -67,3 +67,22 @@ size_t rxpath_too_old_answer(uint8_t *out, const struct mold_session *sess, cons
 			(unsigned long long)asked, (unsigned long long)oldest);
 	return mold_build_heartbeat(out, sess, oldest);
 }
+
+struct rx_config rxpath_tape_config(uint64_t window, uint64_t ring_bytes, int ab, uint64_t ab_wait,
+				    uint64_t delay, uint64_t retry, uint64_t retry_max,
+				    struct rx_rng *rng)
+{
+	struct rx_config rc = {
+		.window = (uint32_t)window,
+		.ring_bytes = (size_t)ring_bytes,
+		.max_count = MOLD_MAX_COUNT,
+		.hold_ns = ab ? ab_wait : 0,
+		.delay_ns = delay,
+		.retry_ns = retry,
+		.retry_max_ns = retry_max > retry ? retry_max : retry,
+		.settle_ns = retry / 4,
+		.rng = rng,
+	};
+
+	return rc;
+}

@@ -14,6 +14,17 @@
 #include "net.h"
 #include "rx.h"
 
+/* A tape receiver's rx_config from its keys (the matcher's and the
+ * recorder's, alike): reorder_window, reorder_bytes, ab_wait when the
+ * tape comes on two networks (ab), request_delay, retrans_wait and
+ * retrans_wait_max (raised to retrans_wait when below); requests of up to
+ * MOLD_MAX_COUNT blocks, the rest of a range asked for retrans_wait / 4
+ * after its answer stops (answers in flight are not asked again). Servers
+ * are the caller's (n_servers, n_near). */
+struct rx_config rxpath_tape_config(uint64_t window, uint64_t ring_bytes, int ab, uint64_t ab_wait,
+				    uint64_t delay, uint64_t retry, uint64_t retry_max,
+				    struct rx_rng *rng);
+
 /* Arms the one-shot timer t to fire at `due` (monotonic ns, as rx_due();
  * now is the current time): at once when due has passed, never (stopped)
  * for RX_NEVER. */

@@ -653,18 +653,10 @@ static int open_sockets(struct matcher *m)
 static int open_tape_rx(struct matcher *m)
 {
 	const struct matcher_config *c = m->cfg;
-	struct rx_config rc = {
-		.window = (uint32_t)c->reorder_window,
-		.ring_bytes = c->reorder_bytes,
-		.max_count = MOLD_MAX_COUNT,
-		.hold_ns = *c->tape_group_b ? c->ab_wait_ns : 0,
-		.delay_ns = c->request_delay_ns,
-		.retry_ns = c->retrans_wait_ns,
-		.retry_max_ns = c->retrans_wait_max_ns > c->retrans_wait_ns ? c->retrans_wait_max_ns
-									  : c->retrans_wait_ns,
-		.settle_ns = c->retrans_wait_ns / 4, /* answers in flight are not asked again */
-		.rng = &m->rng,
-	};
+	struct rx_config rc = rxpath_tape_config(c->reorder_window, c->reorder_bytes,
+						 *c->tape_group_b != 0, c->ab_wait_ns,
+						 c->request_delay_ns, c->retrans_wait_ns,
+						 c->retrans_wait_max_ns, &m->rng);
 	int err;
 
 	err = addrlist_parse_near(c->tape_recorders, c->tape_retrans, m->tape_retrans,

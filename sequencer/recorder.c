@@ -505,18 +505,10 @@ static int open_sockets(struct recorder *r)
 static int open_rx(struct recorder *r)
 {
 	const struct rec_config *c = r->cfg;
-	struct rx_config rc = {
-		.window = (uint32_t)c->reorder_window,
-		.ring_bytes = c->reorder_bytes,
-		.max_count = MOLD_MAX_COUNT,
-		.hold_ns = *c->tape_group_b ? c->ab_wait_ns : 0,
-		.delay_ns = c->request_delay_ns,
-		.retry_ns = c->retrans_wait_ns,
-		.retry_max_ns = c->retrans_wait_max_ns > c->retrans_wait_ns ? c->retrans_wait_max_ns
-									  : c->retrans_wait_ns,
-		.settle_ns = c->retrans_wait_ns / 4,
-		.rng = &r->rng,
-	};
+	struct rx_config rc = rxpath_tape_config(c->reorder_window, c->reorder_bytes,
+						 *c->tape_group_b != 0, c->ab_wait_ns,
+						 c->request_delay_ns, c->retrans_wait_ns,
+						 c->retrans_wait_max_ns, &r->rng);
 	/* with repair_ask the group is the near server: asked first */
 	unsigned near = r->rep_fd >= 0 && c->repair_ask;
 	int e = addrlist_parse(c->upstream, r->upstream + near, RX_MAX_SERVERS - (int)near);

@@ -29,16 +29,7 @@ LUA=$top_srcdir/ops/wireshark/itch50.lua
 command -v nft >/dev/null || skip "no nft (apt-get install nftables)"
 command -v python3 >/dev/null || skip "no python3"
 
-if [ -z "${FEED_TEST_NS:-}" ]; then
-	ns=lsfeed$$
-	ip netns add "$ns" 2>/dev/null || skip "cannot make a network namespace"
-	rc=0
-	ip netns exec "$ns" ip link set lo up &&
-		ip netns exec "$ns" env FEED_TEST_NS="$ns" bash "$0" "$@" || rc=$?
-	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-	ip netns del "$ns" 2>/dev/null || true
-	exit $rc
-fi
+own_netns "$@"
 
 cluster_up --matchers 3
 conf() { sed -n "s/^$2 = //p" "$T/$1.conf"; }

@@ -19,16 +19,7 @@ need_built lockstep-bench lockstep-recorder lockstep-replay
 command -v nft >/dev/null || skip "no nft (apt-get install nftables)"
 command -v python3 >/dev/null || skip "no python3"
 
-if [ -z "${REC_TEST_NS:-}" ]; then
-	ns=lsrec$$
-	ip netns add "$ns" 2>/dev/null || skip "cannot make a network namespace"
-	rc=0
-	ip netns exec "$ns" ip link set lo up &&
-		ip netns exec "$ns" env REC_TEST_NS="$ns" bash "$0" "$@" || rc=$?
-	ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
-	ip netns del "$ns" 2>/dev/null || true
-	exit $rc
-fi
+own_netns "$@"
 
 cluster_up --recorders 1
 REPLAY=$top_builddir/lockstep-replay
