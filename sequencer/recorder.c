@@ -614,10 +614,10 @@ static void rec_stop(struct recorder *r)
 
 static void rec_close(struct recorder *r)
 {
-	const int fds[] = { r->tape_fd, r->tape_b_fd, r->req_fd, r->srv_fd, r->rep_fd };
-
 	if (!r)
 		return;
+	const int fds[] = { r->tape_fd, r->tape_b_fd, r->req_fd, r->srv_fd, r->rep_fd };
+
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
