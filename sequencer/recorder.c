@@ -567,17 +567,11 @@ static void start_watchers(struct recorder *r)
 	rx_arm(r);
 }
 
-static int rec_open(struct recorder **out, struct ev_loop *loop, const struct rec_config *cfg)
+static int open_steps(struct recorder *r)
 {
-	struct recorder *r = calloc(1, sizeof(*r));
+	const struct rec_config *cfg = r->cfg;
 	int e;
 
-	if (!r)
-		return -ENOMEM;
-	r->loop = loop;
-	r->cfg = cfg;
-	r->tape_fd = r->tape_b_fd = r->req_fd = r->srv_fd = r->rep_fd = -1;
-	*out = r;
 	if (tapeday_init(&r->days, cfg->tape_session) < 0 || !cfg->tape_session[0]) {
 		log_err("[recorder] tape_session '%s': 1 to 10 printable characters",
 			cfg->tape_session);
@@ -596,6 +590,29 @@ static int rec_open(struct recorder **out, struct ev_loop *loop, const struct re
 		   "from seq %llu", cfg->node.name, cfg->tape_group, cfg->tape_iface,
 		   *cfg->tape_group_b ? " and " : "", cfg->tape_group_b, cfg->upstream,
 		   cfg->retrans, (unsigned long long)journal_next_seq(r->journal));
+	return 0;
+}
+
+static void rec_stop(struct recorder *r);
+static void rec_close(struct recorder *r);
+
+/* Makes the recorder; on failure (logged) nothing is left behind. */
+static int rec_open(struct recorder **out, struct ev_loop *loop, const struct rec_config *cfg)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	int e;
+
+	if (!r)
+		return -ENOMEM;
+	r->loop = loop;
+	r->cfg = cfg;
+	r->tape_fd = r->tape_b_fd = r->req_fd = r->srv_fd = r->rep_fd = -1;
+	if ((e = open_steps(r)) < 0) {
+		rec_stop(r);
+		rec_close(r);
+		return e;
+	}
+	*out = r;
 	return 0;
 }
 
