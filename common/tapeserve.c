@@ -142,8 +142,10 @@ void tape_server_serve(struct tape_server *t, struct journal *j, const struct ta
 	for (unsigned i = 0; i < np; i++)
 		t->out.addrs[i] = *from;
 	r = np ? net_batch_send(&t->out, t->fd, np) : 0;
-	if (r > 0)
+	if (r > 0) {
 		t->st.packets_sent += (unsigned)r;
+		t->st.answers++;
+	}
 	for (int i = 0; i < r; i++)
 		t->st.bytes_sent += t->out.lens[i];
 	if (r >= 0 && (unsigned)r == np)

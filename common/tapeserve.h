@@ -21,6 +21,7 @@
 
 struct tape_server_stats {
 	uint64_t requests; /* well-formed requests served */
+	uint64_t answers; /* requests answered with at least one datagram */
 	uint64_t bad_requests; /* wrong length or session */
 	uint64_t blocks_sent, packets_sent, bytes_sent;
 	uint64_t too_old; /* requests older than the journal, told so */

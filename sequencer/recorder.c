@@ -36,12 +36,12 @@ static const struct counter_def rec_stat_defs[] = {
 	COUNTER(journal_errors), COUNTER(flow_status_ignored), COUNTER(retrans_auth_dropped),
 	COUNTER(tape_first_a), COUNTER(tape_first_b), COUNTER(repair_heard),
 	COUNTER(repair_answers), COUNTER(repair_answers_suppressed), COUNTER(repair_pending),
-	COUNTER(repair_data), COUNTER(tape_gaps),
+	COUNTER(repair_data), COUNTER(retrans_owed), COUNTER(tape_gaps),
 	COUNTER(tape_duplicates), COUNTER(tape_held), COUNTER(requests_sent),
 	COUNTER(blocks_requested), COUNTER(requests_suppressed), COUNTER(retrans_requests), COUNTER(retrans_bad_requests),
 	COUNTER(retrans_blocks_sent), COUNTER(retrans_packets_sent), COUNTER(retrans_too_old),
 	COUNTER(retrans_budget_refused), COUNTER(rxq_dropped), COUNTER(drops_injected),
-	COUNTER(retrans_bytes_sent), COUNTER(drops_injected_data),
+	COUNTER(retrans_bytes_sent), COUNTER(drops_injected_data), COUNTER(retrans_answers),
 };
 _Static_assert(ARRAY_SIZE(rec_stat_defs) == sizeof(struct rec_stats) / sizeof(uint64_t),
 	       "a name for every counter");
@@ -354,7 +354,7 @@ void rec_wakeup_end(struct recorder *r)
 		rx_resume(r->rx, r->now);
 	(void)flush(r);
 	if (r->n_pending)
-		rec_repair_drain(r, r->now);
+		rec_owed_drain(r, r->now);
 	if (r->heard && rx_missing(r->rx) == 0 && !rx_holding(r->rx))
 		set_state(r, REC_LIVE);
 	else if (rx_missing(r->rx) > 0 && r->state == REC_LIVE && rx_gap_count(r->rx) > 1)
@@ -405,6 +405,23 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* --- the retransmission server ------------------------------------------- */
 
+/* A request reaching past what the journal holds: that part is owed, and
+ * goes to the requester as soon as the journal holds it (this recorder
+ * usually missed the same datagram and is fetching it), so that the
+ * requester need not ask again. */
+static void owe_unheld(struct recorder *r, const uint8_t *buf, size_t len,
+		       const struct sockaddr_in *from)
+{
+	struct mold_request q;
+	uint64_t hi;
+
+	if (tapeday_parse_request(&r->days, buf, len, &q) < 0 || q.count == 0)
+		return;
+	hi = q.seq + q.count - 1;
+	if (hi > r->written)
+		rec_owe(r, q.seq > r->written ? q.seq : r->written + 1, hi, from, mono_ns());
+}
+
 static void on_srv(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct recorder *r = w->data;
@@ -433,6 +450,7 @@ static void on_srv(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			if (rx_drop(&r->drop_srv, buf, len))
 				continue;
+			owe_unheld(r, buf, len, from);
 			tape_server_serve(&r->srv, r->journal, &r->days, buf, len, from, r->written,
 					  mono_ns());
 		}
@@ -685,6 +703,7 @@ static void rec_stats(void *self, struct counters *out)
 	r->st.retrans_too_old = r->srv.st.too_old;
 	r->st.retrans_budget_refused = r->srv.st.budget_refused;
 	r->st.retrans_bytes_sent = r->srv.st.bytes_sent;
+	r->st.retrans_answers = r->srv.st.answers;
 	r->st.drops_injected_data = r->drop_tape.dropped_data + r->drop_req.dropped_data +
 				    r->drop_srv.dropped_data;
 	r->st.rxq_dropped = r->rxq_tape + r->rxq_tape_b + r->rxq_req + r->rxq_srv;

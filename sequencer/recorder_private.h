@@ -29,12 +29,13 @@ struct rec_stats {
 	 * waiting for the journal, answer datagrams received from the group */
 	uint64_t repair_heard, repair_answers, repair_answers_suppressed, repair_pending;
 	uint64_t repair_data;
+	uint64_t retrans_owed; /* unicast requests answered once the journal held them */
 	/* the receiver's (rx) and the server's (tapeserve), copied in by rec_stats */
 	uint64_t tape_gaps, tape_duplicates, tape_held, requests_sent, blocks_requested;
 	uint64_t requests_suppressed;
 	uint64_t retrans_requests, retrans_bad_requests, retrans_blocks_sent, retrans_packets_sent;
 	uint64_t retrans_too_old, retrans_budget_refused, rxq_dropped, drops_injected;
-	uint64_t retrans_bytes_sent, drops_injected_data;
+	uint64_t retrans_bytes_sent, drops_injected_data, retrans_answers;
 };
 
 
@@ -71,8 +72,9 @@ struct recorder {
 	uint16_t own_port; /* req_fd's: our own requests, heard back, are not others' */
 	struct rec_range {
 		uint64_t lo, hi; /* [lo, hi] */
-		uint64_t t; /* answered at (mono ns); pending: 0 */
-	} answered[REC_RANGES], pending[REC_RANGES];
+		uint64_t t; /* answered at, or owed since (mono ns) */
+		struct sockaddr_in to; /* to whom (the repair group, or a requester) */
+	} answered[REC_RANGES], pending[REC_RANGES]; /* pending: answers owed */
 	unsigned answered_next, n_pending;
 	struct rec_stats st;
 };
@@ -86,7 +88,11 @@ void rec_wakeup_end(struct recorder *r);
 int rec_repair_open(struct recorder *r, const struct net_udp_options *o);
 /* rep_fd's watcher. */
 void rec_repair_read(struct ev_loop *loop, ev_io *w, int revents);
-/* Sends what waited for the journal and is in it now. */
-void rec_repair_drain(struct recorder *r, uint64_t now);
+/* An answer owed: [lo, hi] to `to` once the journal holds it (at most
+ * REC_RANGES, each for a second). */
+void rec_owe(struct recorder *r, uint64_t lo, uint64_t hi, const struct sockaddr_in *to,
+	     uint64_t now);
+/* Sends the answers owed that the journal now holds. */
+void rec_owed_drain(struct recorder *r, uint64_t now);
 
 #endif

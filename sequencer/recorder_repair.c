@@ -1,8 +1,10 @@
-/* The tape recorder's repair group (request suppression, recorder.h):
- * receivers ask there and hear each other ask (a gap another receiver asked
- * for waits for the answer, rx_heard), and a recorder with repair_answer
- * answers each range once, by multicast to the group, what it does not hold
- * yet as soon as its journal does. */
+/* The tape recorder's answers owed and its repair group (recorder.h): a
+ * request for what the journal does not hold yet is remembered and
+ * answered as soon as it does (the recorder missed the same datagram as its
+ * receivers, and asks upstream once for all of them); on the repair group
+ * receivers ask and hear each other ask (a gap another receiver asked for
+ * waits for the answer, rx_heard), and a recorder with repair_answer
+ * answers each range once, by multicast to the group. */
 #include <errno.h>
 #include <string.h>
 
@@ -13,8 +15,18 @@
 #include "recorder_private.h"
 #include "rxpath.h"
 
-/* Multicasts the journal's events [lo, hi] to the repair group. */
-static void repair_send(struct recorder *r, uint64_t lo, uint64_t hi, uint64_t now)
+#define REC_OWED_NS 1000000000ull /* an answer owed longer is dropped: its asker asked elsewhere */
+
+static int is_group(const struct recorder *r, const struct sockaddr_in *to)
+{
+	return r->rep_fd >= 0 && to->sin_addr.s_addr == r->rep_group.sin_addr.s_addr &&
+	       to->sin_port == r->rep_group.sin_port;
+}
+
+/* Sends the journal's events [lo, hi] to `to` (the repair group: counted,
+ * and remembered for the hold-off). */
+static void answer(struct recorder *r, uint64_t lo, uint64_t hi, const struct sockaddr_in *to,
+		   uint64_t now)
 {
 	struct mold_request q;
 	uint8_t req[MOLD_REQUEST_LEN];
@@ -25,9 +37,11 @@ static void repair_send(struct recorder *r, uint64_t lo, uint64_t hi, uint64_t n
 	q.count = (uint16_t)(hi - lo + 1);
 	tapeday_wire(&r->days, lo, &q.session, &q.seq);
 	n = mold_build_request(req, &q);
-	tape_server_serve(&r->srv, r->journal, &r->days, req, n, &r->rep_group, r->written, now);
-	r->answered[r->answered_next++ % REC_RANGES] = (struct rec_range){ lo, hi, now };
-	r->st.repair_answers++;
+	tape_server_serve(&r->srv, r->journal, &r->days, req, n, to, r->written, now);
+	if (is_group(r, to)) {
+		r->answered[r->answered_next++ % REC_RANGES] = (struct rec_range){ lo, hi, now, *to };
+		r->st.repair_answers++;
+	}
 }
 
 static int recently_answered(const struct recorder *r, uint64_t lo, uint64_t hi, uint64_t now)
@@ -41,28 +55,39 @@ static int recently_answered(const struct recorder *r, uint64_t lo, uint64_t hi,
 	return 0;
 }
 
-static void pending_add(struct recorder *r, uint64_t lo, uint64_t hi)
+void rec_owe(struct recorder *r, uint64_t lo, uint64_t hi, const struct sockaddr_in *to,
+	     uint64_t now)
 {
-	for (unsigned i = 0; i < r->n_pending; i++)
-		if (r->pending[i].lo <= lo && hi <= r->pending[i].hi)
+	for (unsigned i = 0; i < r->n_pending; i++) {
+		const struct rec_range *p = &r->pending[i];
+
+		if (p->lo <= lo && hi <= p->hi && p->to.sin_addr.s_addr == to->sin_addr.s_addr &&
+		    p->to.sin_port == to->sin_port)
 			return;
+	}
 	if (r->n_pending == REC_RANGES)
 		return; /* the requester asks again */
-	r->pending[r->n_pending++] = (struct rec_range){ lo, hi, 0 };
-	r->st.repair_pending++;
+	r->pending[r->n_pending++] = (struct rec_range){ lo, hi, now, *to };
+	if (is_group(r, to))
+		r->st.repair_pending++;
+	else
+		r->st.retrans_owed++;
 }
 
-/* What waited for the journal and is in it now goes out. */
-void rec_repair_drain(struct recorder *r, uint64_t now)
+void rec_owed_drain(struct recorder *r, uint64_t now)
 {
 	for (unsigned i = 0; i < r->n_pending;) {
 		struct rec_range *p = &r->pending[i];
 
+		if (now - p->t > REC_OWED_NS) {
+			*p = r->pending[--r->n_pending];
+			continue;
+		}
 		if (p->lo > r->written) {
 			i++;
 			continue;
 		}
-		repair_send(r, p->lo, p->hi < r->written ? p->hi : r->written, now);
+		answer(r, p->lo, p->hi < r->written ? p->hi : r->written, &p->to, now);
 		if (p->hi > r->written) {
 			p->lo = r->written + 1;
 			i++;
@@ -103,9 +128,9 @@ static void repair_request(struct recorder *r, const uint8_t *buf, size_t len,
 		return;
 	}
 	if (r->written >= lo)
-		repair_send(r, lo, hi < r->written ? hi : r->written, now);
+		answer(r, lo, hi < r->written ? hi : r->written, &r->rep_group, now);
 	if (hi > r->written)
-		pending_add(r, lo > r->written ? lo : r->written + 1, hi);
+		rec_owe(r, lo > r->written ? lo : r->written + 1, hi, &r->rep_group, now);
 }
 
 /* An answer multicast on the repair group: tape data. */

@@ -62,9 +62,10 @@ s0=$(stat_get seq-1 retrans_requests) r0=$(stat_get rec-1 retrans_requests) a0=$
 lossy_load 1
 s1=$(( $(stat_get seq-1 retrans_requests) - s0 ))
 r1=$(( $(stat_get rec-1 retrans_requests) - r0 ))
+w1=$(stat_get rec-1 retrans_owed)
 a1=$(( $(receivers_asked) - a0 ))
 own=$(stat_get rec-1 requests_sent)
-info "5% of the tape lost ($DROPPED datagrams): the receivers asked $a1 times, rec-1 answered $r1 and asked seq-1 $own times; seq-1 heard $s1 requests"
+info "5% of the tape lost ($DROPPED datagrams): the receivers asked $a1 times, rec-1 heard $r1 (owed $w1 until it held them) and asked seq-1 $own times; seq-1 heard $s1 requests"
 [ "$DROPPED" -gt 20 ] || fail "the loss did not happen ($DROPPED dropped)"
 [ "$a1" -gt "$DROPPED" ] || fail "the receivers asked only $a1 times for $DROPPED lost datagrams"
 [ "$r1" -ge "$a1" ] || fail "rec-1 heard $r1 of the receivers' $a1 requests"
