@@ -11,8 +11,31 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "net.h"
 #include "rx.h"
+
+/* The keys of a tape receiver's loss recovery in section `sec`, written
+ * once for the matcher and the recorder, whose config structs (`type`)
+ * name the fields alike; rxpath_tape_config() makes its rx_config. */
+#define RXPATH_TAPE_KEYS(type, sec) \
+	{ sec, "ab_wait", CONFIG_DURATION, offsetof(type, ab_wait_ns), 0, "1ms", 0, 10e9, NULL, \
+	  "A/B: with tape_group_b, a gap waits this long for the other network's copy before " \
+	  "its first request (then request_delay's random wait)" }, \
+	{ sec, "retrans_wait", CONFIG_DURATION, offsetof(type, retrans_wait_ns), 0, "10ms", 1e5, \
+	  60e9, NULL, "wait before asking again for a tape range still missing (doubles each time)" }, \
+	{ sec, "retrans_wait_max", CONFIG_DURATION, offsetof(type, retrans_wait_max_ns), 0, "1s", \
+	  1e5, 600e9, NULL, "longest wait between two requests for one range" }, \
+	{ sec, "request_delay", CONFIG_DURATION, offsetof(type, request_delay_ns), 0, "2ms", 0, \
+	  10e9, NULL, "the first request for a new gap waits a random time up to this" }, \
+	{ sec, "reorder_window", CONFIG_UINT, offsetof(type, reorder_window), 0, "65536", 2, \
+	  1 << 24, NULL, "tape events held ahead of a gap (sequence numbers)" }, \
+	{ sec, "reorder_bytes", CONFIG_SIZE, offsetof(type, reorder_bytes), 0, "16M", 4096, \
+	  4294967295.0, NULL, "memory for the tape events held ahead of a gap" }, \
+	{ sec, "drop_rate", CONFIG_DOUBLE, offsetof(type, drop_rate), 0, "0", 0, 1, NULL, \
+	  "loss generator for tests: fraction of received datagrams thrown away" }, \
+	{ sec, "drop_seed", CONFIG_UINT, offsetof(type, drop_seed), 0, "1", 0, 0, NULL, \
+	  "loss generator seed: the same seed loses the same packets" }
 
 /* A tape receiver's rx_config from its keys (the matcher's and the
  * recorder's, alike): reorder_window, reorder_bytes, ab_wait when the

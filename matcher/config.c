@@ -10,12 +10,14 @@
 #include "creds.h"
 #include "matcher_private.h"
 #include "risk_admin.h"
+#include "rxpath.h"
 
 #define OFF(f) offsetof(struct matcher_config, f)
 #define STR_(x) #x
 #define STR(x) STR_(x) /* a number macro's value, in a help string */
 static const struct config_key matcher_keys[] = {
 	DAEMON_NODE_KEYS(struct matcher_config, node),
+	RXPATH_TAPE_KEYS(struct matcher_config, "matcher"),
 	{ "matcher", "partition", CONFIG_UINT, OFF(partition), 0, "0", 0, 1023, NULL,
 	  "the partition this replica serves" },
 	{ "matcher", "tape_group", CONFIG_STRING, OFF(tape_group), 64, NULL, 0, 0, NULL,
@@ -37,9 +39,6 @@ static const struct config_key matcher_keys[] = {
 	{ "matcher", "exec_group_b", CONFIG_STRING, OFF(exec_group_b), 64, "", 0, 0, NULL,
 	  "A/B: multicast group:port of this partition's execution stream on network B, every "
 	  "datagram sent on both (empty: network A only)" },
-	{ "matcher", "ab_wait", CONFIG_DURATION, OFF(ab_wait_ns), 0, "1ms", 0, 10e9, NULL,
-	  "A/B: with tape_group_b, a gap waits this long for the other network's copy before "
-	  "its first request (then request_delay's random wait)" },
 	{ "matcher", "tape_recorders", CONFIG_STRING, OFF(tape_recorders),
 	  sizeof(((struct matcher_config *)0)->tape_recorders), "", 0, 0, NULL,
 	  "comma-separated host:port of the tape recorders near this replica (lockstep-recorder's "
@@ -81,20 +80,6 @@ static const struct config_key matcher_keys[] = {
 	  "send buffer of the execution socket" },
 	{ "matcher", "heartbeat", CONFIG_DURATION, OFF(heartbeat_ns), 0, "100ms", 0, 0, NULL,
 	  "execution stream heartbeat interval when idle" },
-	{ "matcher", "retrans_wait", CONFIG_DURATION, OFF(retrans_wait_ns), 0, "10ms", 1e5, 60e9,
-	  NULL, "wait before asking again for a tape range still missing (doubles each time)" },
-	{ "matcher", "retrans_wait_max", CONFIG_DURATION, OFF(retrans_wait_max_ns), 0, "1s", 1e5,
-	  600e9, NULL, "longest wait between two requests for one range" },
-	{ "matcher", "request_delay", CONFIG_DURATION, OFF(request_delay_ns), 0, "2ms", 0, 10e9,
-	  NULL, "the first request for a new gap waits a random time up to this" },
-	{ "matcher", "reorder_window", CONFIG_UINT, OFF(reorder_window), 0, "65536", 2, 1 << 24,
-	  NULL, "tape events held ahead of a gap (sequence numbers)" },
-	{ "matcher", "reorder_bytes", CONFIG_SIZE, OFF(reorder_bytes), 0, "16M", 4096,
-	  4294967295.0, NULL, "memory for the tape events held ahead of a gap" },
-	{ "matcher", "drop_rate", CONFIG_DOUBLE, OFF(drop_rate), 0, "0", 0, 1, NULL,
-	  "loss generator for tests: fraction of received datagrams thrown away" },
-	{ "matcher", "drop_seed", CONFIG_UINT, OFF(drop_seed), 0, "1", 0, 0, NULL,
-	  "loss generator seed: the same seed loses the same packets" },
 	{ "matcher", "batch", CONFIG_UINT, OFF(batch), 0, "64", 1, 1024, NULL,
 	  "datagrams per recvmmsg/sendmmsg" },
 	{ "matcher", "snapshot_interval", CONFIG_UINT, OFF(snapshot_interval), 0, "1000000", 0,

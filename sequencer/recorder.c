@@ -55,6 +55,7 @@ static const enum journal_fsync rec_fsync_modes[] = { JOURNAL_FSYNC_INTERVAL,
 #define STR(x) STR_(x)
 static const struct config_key rec_keys[] = {
 	DAEMON_NODE_KEYS(struct rec_config, node),
+	RXPATH_TAPE_KEYS(struct rec_config, "recorder"),
 	{ "recorder", "tape_group", CONFIG_STRING, OFF(tape_group), 64, "239.255.0.1:9200", 0, 0,
 	  NULL, "multicast group:port of the tape" },
 	{ "recorder", "tape_iface", CONFIG_STRING, OFF(tape_iface), 64, "127.0.0.1", 0, 0, NULL,
@@ -91,18 +92,6 @@ static const struct config_key rec_keys[] = {
 	  "largest answer datagram (the sequencers' max_datagram)" },
 	{ "recorder", "retrans_packets", CONFIG_UINT, OFF(retrans_packets), 0, "64", 1, 1024,
 	  NULL, "datagrams one answer holds at most" },
-	{ "recorder", "ab_wait", CONFIG_DURATION, OFF(ab_wait_ns), 0, "1ms", 0, 10e9, NULL,
-	  "A/B: a gap waits this long for the other network's copy before its first request" },
-	{ "recorder", "request_delay", CONFIG_DURATION, OFF(request_delay_ns), 0, "2ms", 0, 10e9,
-	  NULL, "the first request for a new gap waits a random time up to this" },
-	{ "recorder", "retrans_wait", CONFIG_DURATION, OFF(retrans_wait_ns), 0, "10ms", 1e5, 60e9,
-	  NULL, "wait before asking again for a range still missing (doubles each time)" },
-	{ "recorder", "retrans_wait_max", CONFIG_DURATION, OFF(retrans_wait_max_ns), 0, "1s", 1e5,
-	  600e9, NULL, "longest wait between two requests for one range" },
-	{ "recorder", "reorder_window", CONFIG_UINT, OFF(reorder_window), 0, "65536", 2, 1 << 24,
-	  NULL, "tape events held ahead of a gap (sequence numbers)" },
-	{ "recorder", "reorder_bytes", CONFIG_SIZE, OFF(reorder_bytes), 0, "16M", 4096,
-	  4294967295.0, NULL, "memory for the tape events held ahead of a gap" },
 	{ "recorder", "repair_group", CONFIG_STRING, OFF(repair_group), 64, "", 0, 0, NULL,
 	  "request suppression: a multicast group:port on tape_iface where receivers ask for "
 	  "what they miss and hear each other ask (a gap someone else asked for waits for the "
@@ -118,10 +107,6 @@ static const struct config_key rec_keys[] = {
 	  "answer a range per repair_holdoff (what is not journalled yet is answered once it is)" },
 	{ "recorder", "repair_holdoff", CONFIG_DURATION, OFF(repair_holdoff_ns), 0, "5ms", 0, 1e9,
 	  NULL, "with repair_answer: a range answered is not answered again this long" },
-	{ "recorder", "drop_rate", CONFIG_DOUBLE, OFF(drop_rate), 0, "0", 0, 1, NULL,
-	  "loss generator for tests: fraction of received datagrams thrown away" },
-	{ "recorder", "drop_seed", CONFIG_UINT, OFF(drop_seed), 0, "1", 0, 0, NULL,
-	  "loss generator seed: the same seed loses the same packets" },
 	CONFIG_END,
 };
 const struct config_spec rec_config_spec = { .keys = rec_keys };
