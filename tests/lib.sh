@@ -271,8 +271,10 @@ snapshot_now() {
 	r=$(node_ctl "$1" snapshot) || fail "$1: lockstepctl snapshot: $r"
 	SNAP_SEQ=$(sed -n 's/^snapshot of tape seq \([0-9]*\) .*/\1/p' <<<"$r")
 	[ -n "$SNAP_SEQ" ] || fail "$1: lockstepctl snapshot: $r"
+	# written: its log says so (STATUS's snapshot_seq may already name a
+	# periodic one the tape reached a moment later)
 	for _ in $(seq 1 100); do
-		[ "$(status_get "$1" snapshot_seq)" = "$SNAP_SEQ" ] && return 0
+		grep -q "snapshot at tape seq $SNAP_SEQ written" "$T/$1.log" 2>/dev/null && return 0
 		sleep 0.1
 	done
 	fail "$1: requested snapshot at $SNAP_SEQ not written"
