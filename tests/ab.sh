@@ -21,10 +21,11 @@ command -v python3 >/dev/null || skip "no python3"
 own_netns "$@"
 
 if asan_build; then R=2; else R=9; fi
-# a gap waits 20 ms for the other network's copy (the default is 1 ms): on
-# two cores shared with another test the sequencer's two sends of a batch,
-# A then B, can be milliseconds apart
-cluster_up --ab --matchers "$R" --set matcher.ab_wait=20ms --set gateway.ab_wait=20ms
+# a gap waits 250 ms for the other network's copy (the default is 1 ms): on
+# two cores shared by 9 replicas and another test's cluster the
+# sequencer's two sends of a batch, A then B, can be tens of milliseconds
+# apart (with 20 ms, 3 requests for 1,291 losses in one CI run)
+cluster_up --ab --matchers "$R" --set matcher.ab_wait=250ms --set gateway.ab_wait=250ms
 conf() { sed -n "s/^$2 = //p" "$T/$1.conf"; }
 TAPE_A=$(conf matcher-1 tape_group) TAPE_B=$(conf matcher-1 tape_group_b)
 EXEC_A=$(conf matcher-1 exec_group) EXEC_B=$(conf matcher-1 exec_group_b)
