@@ -69,7 +69,7 @@ struct recorder {
 	int rep_fd;
 	ev_io rep_io;
 	struct sockaddr_in rep_group;
-	uint16_t own_port; /* req_fd's: our own requests, heard back, are not others' */
+	struct sockaddr_in own; /* req_fd's address: our own requests, heard back, are not others' */
 	struct rec_range {
 		uint64_t lo, hi; /* [lo, hi] */
 		uint64_t t; /* answered at, or owed since (mono ns) */

@@ -7,6 +7,7 @@
  * answers each range once, by multicast to the group. */
 #include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "auth_node.h"
 #include "clock.h"
@@ -105,8 +106,8 @@ static void repair_request(struct recorder *r, const uint8_t *buf, size_t len,
 	struct mold_request q;
 	uint64_t lo, hi;
 
-	if (from->sin_port == htons(r->own_port))
-		return; /* our own, back by multicast loop */
+	if (from->sin_port == r->own.sin_port && from->sin_addr.s_addr == r->own.sin_addr.s_addr)
+		return; /* our own, back by multicast loop (a port alone: another host may share it) */
 	if (tapeday_parse_request(&r->days, buf, len, &q) < 0 || q.count == 0) {
 		r->st.tape_malformed++;
 		return;
@@ -183,9 +184,11 @@ int rec_repair_open(struct recorder *r, const struct net_udp_options *o)
 {
 	const struct rec_config *c = r->cfg;
 	struct net_bufsize rcv;
+	socklen_t olen = sizeof(r->own);
 	int e;
 
-	r->own_port = (uint16_t)net_local_port(r->req_fd);
+	if (getsockname(r->req_fd, (struct sockaddr *)&r->own, &olen) < 0)
+		return -errno;
 	if (!*c->repair_group)
 		return 0;
 	if (net_parse_addr(c->repair_group, &r->rep_group) < 0 ||
