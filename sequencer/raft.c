@@ -31,6 +31,7 @@ struct raft {
 
 	/* (pre)candidate */
 	unsigned votes; /* bit i: node i granted */
+	uint64_t asked_at; /* last vote request sent (asked again every heartbeat) */
 
 	/* primary */
 	uint64_t match[RAFT_MAX_NODES]; /* seq known to match ours, per node */
@@ -447,21 +448,32 @@ static int better(const struct raft *r, const struct raft_msg *m)
 	return m->from < r->cfg.id;
 }
 
-static void ask_votes(struct raft *r, unsigned flags, uint64_t term)
+/* The vote request of our (pre)candidacy; sent again every heartbeat
+ * interval until the candidacy ends, so that one lost datagram costs a
+ * heartbeat, not an election timeout and a term. A voter answers a repeat
+ * as it answered the first (one vote per term, a pre-vote changes nothing). */
+static void send_vote_request(struct raft *r, uint64_t now)
 {
 	uint64_t last = last_seq(r);
+	int pre = r->role == RAFT_PRECANDIDATE;
 	struct raft_msg m = {
 		.type = RAFT_MSG_VOTE,
 		.to = RAFT_ALL,
-		.term = term,
+		.term = pre ? r->term + 1 : r->term,
 		.seq = last,
 		.seq_term = term_at(r, last),
-		.flags = flags,
+		.flags = pre ? RAFT_F_PRE : 0,
 	};
 
-	r->votes = 1u << r->cfg.id;
+	r->asked_at = now;
 	if (r->cfg.n_nodes > 1)
 		emit(r, &m);
+}
+
+static void ask_votes(struct raft *r, uint64_t now)
+{
+	r->votes = 1u << r->cfg.id;
+	send_vote_request(r, now);
 }
 
 static int won(const struct raft *r)
@@ -491,7 +503,7 @@ static int start_election(struct raft *r, uint64_t now)
 		return e;
 	}
 	report(r);
-	ask_votes(r, 0, r->term);
+	ask_votes(r, now);
 	return won(r) ? become_primary(r, now) : 0;
 }
 
@@ -504,7 +516,7 @@ static int start_prevote(struct raft *r, uint64_t now)
 	r->election_at = now + election_timeout(r);
 	r->stats.prevotes++;
 	report(r);
-	ask_votes(r, RAFT_F_PRE, r->term + 1);
+	ask_votes(r, now);
 	return won(r) ? start_election(r, now) : 0;
 }
 
@@ -851,6 +863,9 @@ static int tick(struct raft *r, uint64_t now)
 	}
 	if (now >= r->election_at)
 		return start_prevote(r, now);
+	if ((r->role == RAFT_CANDIDATE || r->role == RAFT_PRECANDIDATE) &&
+	    now - r->asked_at >= r->cfg.heartbeat_ns)
+		send_vote_request(r, now);
 	if (r->req_pending && now - r->req_at >= r->cfg.request_ns) {
 		r->req_pending = 0;
 		maybe_request(r, now);
@@ -881,6 +896,9 @@ uint64_t raft_deadline(const struct raft *r)
 		return d;
 	}
 	d = r->election_at;
+	if ((r->role == RAFT_CANDIDATE || r->role == RAFT_PRECANDIDATE) &&
+	    r->asked_at + r->cfg.heartbeat_ns < d)
+		d = r->asked_at + r->cfg.heartbeat_ns;
 	if (r->req_pending && r->req_at + r->cfg.request_ns < d)
 		d = r->req_at + r->cfg.request_ns;
 	return d;

@@ -89,7 +89,8 @@ wait_for() {
 	try_for "$1" "${@:3}" || fail "$what: not after $1 s"
 }
 
-# A port base P such that P..P+199 are free for TCP and UDP. Below the
+# A port base P such that P..P+399 are free for TCP and UDP (a cluster
+# uses up to P+300+M with --receivers M). Below the
 # kernel's ephemeral range where it leaves room (10000 up to it), so that a
 # socket bound to "any port" (the daemons' request sockets, other tests'
 # clients) cannot take a port of the cluster between the check and the
@@ -98,10 +99,10 @@ free_port_base() {
 	local used p i lo slots=190 base=100
 	used=$(ss -Htuan 2>/dev/null | awk '{print $5}' | sed 's/.*://' | sort -u)
 	lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0)
-	if [ "${lo:-0}" -ge 20000 ]; then base=50 slots=$((lo / 200 - 1 - 50)); fi
+	if [ "${lo:-0}" -ge 20000 ]; then base=50 slots=$((lo / 200 - 2 - 50)); fi
 	for i in $(seq 1 50); do
 		p=$(( (RANDOM % slots + base) * 200 ))
-		if ! printf '%s\n' "$used" | awk -v lo="$p" -v hi=$((p + 199)) '$1 >= lo && $1 <= hi {f=1} END {exit !f}'; then
+		if ! printf '%s\n' "$used" | awk -v lo="$p" -v hi=$((p + 399)) '$1 >= lo && $1 <= hi {f=1} END {exit !f}'; then
 			echo "$p"
 			return 0
 		fi

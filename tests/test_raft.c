@@ -1956,6 +1956,77 @@ START_TEST(hand_over_to_a_standby)
 }
 END_TEST
 
+/* A vote request lost on the way (UDP, under load) is sent again every
+ * heartbeat interval: the election is won in the same term, long before
+ * the election timeout would start another (the drill's step-down expects
+ * the target primary in the next term, not the one after). */
+START_TEST(lost_vote_request_is_asked_again)
+{
+	struct sim *s = bench(3);
+	struct node *n = &s->nodes[0];
+	struct msg *x;
+	uint64_t t0;
+
+	sim_start(s);
+	s->now = raft_deadline(n->r);
+	raft_tick(n->r, s->now); /* pre-vote, lost */
+	drop_msgs(s);
+	t0 = s->now;
+	ck_assert_uint_eq(raft_deadline(n->r), t0 + s->p.hb);
+	s->now = raft_deadline(n->r);
+	raft_tick(n->r, s->now);
+	ck_assert_int_eq(raft_role(n->r), RAFT_PRECANDIDATE);
+	x = next_msg(s); /* asked again, the same pre-vote */
+	ck_assert_int_eq(x->m.type, RAFT_MSG_VOTE);
+	ck_assert(x->m.flags & RAFT_F_PRE);
+	ck_assert_uint_eq(x->m.term, 1);
+	free_msg(x);
+	drop_msgs(s);
+	recv_msg(s, 0,
+		 (struct raft_msg){ .type = RAFT_MSG_VOTE_REPLY,
+				    .from = 1,
+				    .term = 1,
+				    .flags = RAFT_F_PRE | RAFT_F_GRANTED },
+		 NULL);
+	ck_assert_int_eq(raft_role(n->r), RAFT_CANDIDATE);
+	ck_assert_uint_eq(raft_term(n->r), 1);
+	drop_msgs(s); /* the real vote request, lost */
+	t0 = s->now;
+	/* the voters: node 1 grants the repeat as it would the first */
+	for (int k = 0; k < 2; k++) {
+		s->now = raft_deadline(n->r);
+		ck_assert_uint_lt(s->now, t0 + s->p.emin);
+		raft_tick(n->r, s->now);
+		ck_assert_int_eq(raft_role(n->r), RAFT_CANDIDATE);
+		x = next_msg(s);
+		ck_assert_int_eq(x->m.type, RAFT_MSG_VOTE);
+		ck_assert(!(x->m.flags & RAFT_F_PRE));
+		ck_assert_uint_eq(x->m.term, 1);
+		ck_assert_int_eq(recv_msg(s, 1, x->m, NULL), 0);
+		free_msg(x);
+		x = next_msg(s);
+		if (x->m.type != RAFT_MSG_VOTE_REPLY)
+			free_msg(x), x = next_msg(s); /* node 2's copy, not delivered */
+		ck_assert_int_eq(x->m.type, RAFT_MSG_VOTE_REPLY);
+		ck_assert_int_eq(x->m.from, 1);
+		ck_assert(x->m.flags & RAFT_F_GRANTED);
+		free_msg(x);
+		drop_msgs(s); /* the grant, lost the first time */
+	}
+	ck_assert_int_eq(s->nodes[1].voted_for, 0);
+	recv_msg(s, 0,
+		 (struct raft_msg){ .type = RAFT_MSG_VOTE_REPLY,
+				    .from = 1,
+				    .term = 1,
+				    .flags = RAFT_F_GRANTED },
+		 NULL);
+	ck_assert_int_eq(raft_role(n->r), RAFT_PRIMARY);
+	ck_assert_uint_eq(raft_term(n->r), 1);
+	drop_msgs(s);
+	bench_free(s);
+}
+END_TEST
+
 START_TEST(quiet_network_elects_one_primary)
 {
 	static const int sizes[] = { 3, 5 };
@@ -2177,6 +2248,7 @@ int main(int argc, char **argv)
 	tcase_add_test(unit, primary_commits_on_a_majority_of_its_term);
 	tcase_add_test(unit, primary_cut_off_steps_down);
 	tcase_add_test(unit, hand_over_to_a_standby);
+	tcase_add_test(unit, lost_vote_request_is_asked_again);
 	tcase_add_loop_test(unit, quiet_network_elects_one_primary, 0, 2);
 	suite_add_tcase(s, unit);
 
