@@ -149,7 +149,7 @@ void gw_day_drain(struct gw *g)
 		int rc;
 
 		/* a full queue goes on without the commit: nothing is lost */
-		if (p->index > g->tape.commit && g->day.n < GW_DAY_PENDING)
+		if (p->index > g->tape[0].commit && g->day.n < GW_DAY_PENDING)
 			break;
 		rc = apply(g, p->key, p->timestamp);
 		if (rc < 0) {
@@ -202,12 +202,12 @@ uint64_t gw_day_pending_from(const struct gw *g)
 	if (g->day.n > 0)
 		return g->day.pend[g->day.head].index;
 	/* a restart's, until the tape is past it (delivered, or given up) */
-	return g->day.hold_at && g->day.hold_at >= g->tape.s.next ? g->day.hold_at : UINT64_MAX;
+	return g->day.hold_at && g->day.hold_at >= g->tape[0].s.next ? g->day.hold_at : UINT64_MAX;
 }
 
 uint64_t gw_day_skip_limit(const struct gw *g, uint64_t next, uint64_t upto)
 {
-	const struct tapeday *t = &g->tape.days;
+	const struct tapeday *t = &g->tape[0].days;
 
 	if (g->day.hold_at >= next && g->day.hold_at < upto)
 		upto = g->day.hold_at;
@@ -224,8 +224,8 @@ void gw_day_status(const struct gw *g, Lockstep__ControlReply *reply)
 {
 	uint32_t day = key_day(g->day.key), tday = 1;
 
-	if (g->tape.last)
-		tday = tapeday_day_at(&g->tape.days, g->tape.last, NULL);
+	if (g->tape[0].last)
+		tday = tapeday_day_at(&g->tape[0].days, g->tape[0].last, NULL);
 	/* before any day event: day 1, open; a tape already in a later day
 	 * (a gateway that joined then) has opened it */
 	if (tday > day || day == 0) {

@@ -129,9 +129,12 @@ void gw_exec_disk_retry(struct gw *g)
 {
 	int64_t room;
 
-	if (!g->disk_full || gw_logins_flush(&g->logins) < 0 || journal_flush(g->cmd.j) < 0)
+	if (!g->disk_full || gw_logins_flush(&g->logins) < 0)
 		return;
-	room = journal_free_bytes(g->cmd.j);
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		if (journal_flush(g->cmd[k].j) < 0)
+			return;
+	room = journal_free_bytes(g->cmd[0].j); /* one state_dir: one file system */
 	if (room < (int64_t)GW_DISK_ROOM)
 		return;
 	g->disk_full = 0;

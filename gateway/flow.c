@@ -27,9 +27,9 @@
  * flow_stall without progress the sessions are read again and the
  * partition's oldest entries are taken as answered (flow_stalls counts it).
  *
- * Memory is allocated at open: a ring of each command's partition, indexed
- * by command seq, and per partition a FIFO of the tape seqs of our commands
- * it has not passed. */
+ * Memory is allocated at open: per tape, a ring of each command's
+ * partition, indexed by the tape's command seq, and per partition a FIFO
+ * of the tape seqs (its tape's) of our commands it has not passed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,15 +58,19 @@ int gw_flow_open(struct gw *g)
 
 	f->window = g->cfg.max_in_flight;
 	f->cap = flow_capacity(f->window);
-	f->part = prealloc_zeroed(f->cap, sizeof(*f->part));
 	f->tape_seq = prealloc_zeroed((size_t)f->cap * g->n_parts, sizeof(*f->tape_seq));
-	if (!f->part || !f->tape_seq) {
+	for (unsigned k = 0; k < g->n_tapes; k++) {
+		f->part[k] = prealloc_zeroed(f->cap, sizeof(*f->part[k]));
+		if (!f->part[k])
+			break;
+		/* what was sent before a restart and is not acknowledged yet
+		 * is counted in flight until the tape shows it */
+		f->seen[k] = g->cmd[k].acked;
+	}
+	if (!f->part[g->n_tapes - 1] || !f->tape_seq) {
 		log_err("flow control: no memory for %u commands in flight", f->cap);
 		return -ENOMEM;
 	}
-	/* what was sent before a restart and is not acknowledged yet is
-	 * counted in flight until the tape shows it */
-	f->seen = g->cmd.acked;
 	/* re-armed by each sign of progress while paused (ev_timer_again) */
 	ev_timer_init(&f->stall, flow_on_stall, 0., (ev_tstamp)g->cfg.flow_stall / 1e9);
 	f->stall.data = g;
@@ -75,19 +79,24 @@ int gw_flow_open(struct gw *g)
 
 void gw_flow_close(struct gw *g)
 {
-	if (g->flow.part && ev_is_active(&g->flow.stall))
+	if (g->flow.tape_seq && ev_is_active(&g->flow.stall))
 		ev_timer_stop(g->loop, &g->flow.stall);
-	free(g->flow.part);
+	for (unsigned k = 0; k < GW_MAX_TAPES; k++) {
+		free(g->flow.part[k]);
+		g->flow.part[k] = NULL;
+	}
 	free(g->flow.tape_seq);
-	g->flow.part = NULL;
 	g->flow.tape_seq = NULL;
 }
 
 uint64_t gw_flow_in_flight(const struct gw *g)
 {
 	const struct gw_flow *f = &g->flow;
-	uint64_t unseen = g->cmd.next - 1 > f->seen ? g->cmd.next - 1 - f->seen : 0;
+	uint64_t unseen = 0;
 
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		if (g->cmd[k].next - 1 > f->seen[k])
+			unseen += g->cmd[k].next - 1 - f->seen[k];
 	return unseen + f->queued;
 }
 
@@ -125,11 +134,11 @@ static void flow_progress(struct gw *g)
 		ev_timer_again(g->loop, &g->flow.stall);
 }
 
-void gw_flow_sent(struct gw *g, uint64_t cmd_seq, unsigned partition)
+void gw_flow_sent(struct gw *g, unsigned k, uint64_t cmd_seq, unsigned partition)
 {
 	struct gw_flow *f = &g->flow;
 
-	f->part[cmd_seq & (f->cap - 1)] = (uint8_t)partition;
+	f->part[k][cmd_seq & (f->cap - 1)] = (uint8_t)partition;
 	if (!f->paused && gw_flow_in_flight(g) >= f->window)
 		flow_pause(g);
 }
@@ -140,16 +149,16 @@ static uint64_t *fifo_at(struct gw_flow *f, unsigned p, uint32_t i)
 	return &f->tape_seq[(size_t)p * f->cap + (i & (f->cap - 1))];
 }
 
-void gw_flow_on_tape(struct gw *g, uint64_t origin_seq, uint64_t tape_seq)
+void gw_flow_on_tape(struct gw *g, unsigned k, uint64_t origin_seq, uint64_t tape_seq)
 {
 	struct gw_flow *f = &g->flow;
 
 	/* commands the tape skipped (a gap given up on) stand at this seq */
-	for (uint64_t c = f->seen + 1; c <= origin_seq; c++) {
-		unsigned p = f->part[c & (f->cap - 1)];
+	for (uint64_t c = f->seen[k] + 1; c <= origin_seq; c++) {
+		unsigned p = f->part[k][c & (f->cap - 1)];
 
-		if (p >= g->n_parts)
-			p = 0;
+		if (p >= g->n_parts || gw_part_tape(g, p) != k)
+			continue; /* cannot be: a command of tape k is for one of its partitions */
 		if (tape_seq <= f->passed[p])
 			continue; /* its answer came in before the tape did */
 		if (f->len[p] == f->cap) { /* cannot happen with a sane window */
@@ -161,8 +170,8 @@ void gw_flow_on_tape(struct gw *g, uint64_t origin_seq, uint64_t tape_seq)
 		f->len[p]++;
 		f->queued++;
 	}
-	if (origin_seq > f->seen) {
-		f->seen = origin_seq;
+	if (origin_seq > f->seen[k]) {
+		f->seen[k] = origin_seq;
 		flow_progress(g);
 	}
 }

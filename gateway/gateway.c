@@ -51,27 +51,49 @@ const enum journal_fsync gw_fsync_modes[] = { JOURNAL_FSYNC_DISK, JOURNAL_FSYNC_
 	    "partition " #n "'s replicas' retransmission host:port list (required below " \
 	    "partitions)"), \
 	GWP("partition" #n, n, exec_group_b, "", \
-	    "A/B: partition " #n "'s execution stream group:port on network B (empty: A only)")
+	    "A/B: partition " #n "'s execution stream group:port on network B (empty: A only)"), \
+	{ "partition" #n, "tape", CONFIG_UINT, offsetof(struct gw_config, part[n].tape), 0, "0", 0, \
+	  GW_MAX_TAPES - 1, NULL, \
+	  "partition " #n "'s tape: the sequencer group its commands go to (below [gateway] tapes)" }
+
+/* A key of tape k's, in section sec (tape 0: [gateway]). */
+#define GWT(sec, k, key, def, help) \
+	{ sec, #key, CONFIG_STRING, offsetof(struct gw_config, tape[k].key), \
+	  sizeof(((struct gw_tape_config *)0)->key), def, 0, 0, NULL, help }
+#define GW_TAPE(k) \
+	GWT("tape" #k, k, sequencer, "", \
+	    "tape " #k "'s sequencer group: command listener host:port of each node " \
+	    "(required below tapes)"), \
+	GWT("tape" #k, k, tape_group, "", "tape " #k "'s multicast group:port (required below tapes)"), \
+	GWT("tape" #k, k, tape_session, "TAP" #k, "tape " #k "'s MoldUDP64 session (day d > 1: its first 4 characters and d)"), \
+	GWT("tape" #k, k, tape_retrans, "", \
+	    "tape " #k "'s retransmission host:port of each of its sequencer nodes (required below " \
+	    "tapes)"), \
+	GWT("tape" #k, k, tape_recorders, "", "tape " #k "'s recorders near this gateway"), \
+	GWT("tape" #k, k, tape_group_b, "", "A/B: tape " #k "'s group:port on network B")
 
 const struct config_key gw_config_keys[] = {
 	DAEMON_NODE_KEYS(struct gw_config, node),
 	GWS(ouch_listen, "127.0.0.1:15000", "SoupBinTCP/OUCH listener host:port (port 0: any)"),
-	GWS(sequencer, "127.0.0.1:16000",
+	GWU(tapes, "1", 1, GW_MAX_TAPES,
+	    "tapes (sequencer groups) the partitions are spread over; tape 0 is configured here, "
+	    "tape K >= 1 in [tapeK], and [partitionN] tape names a partition's"),
+	GWT("gateway", 0, sequencer, "127.0.0.1:16000",
 	    "comma-separated command listener host:port of each sequencer node (at most "
 	    GW_STR(GW_MAX_SEQUENCERS) "); every command datagram goes to each"),
 	GWS(cmd_bind, "", "local address of the command stream socket (default: tape_iface's "
 			  "address, any port: the cluster side only)"),
-	GWS(tape_group, "239.255.0.1:17000", "the tape's multicast group:port"),
+	GWT("gateway", 0, tape_group, "239.255.0.1:17000", "the tape's multicast group:port"),
 	GWS(tape_iface, "127.0.0.1", "interface (name or address) receiving the multicast"),
-	GWS(tape_session, "TAPE", "the tape's MoldUDP64 session"),
-	GWS(tape_retrans, "127.0.0.1:17001",
+	GWT("gateway", 0, tape_session, "TAPE", "the tape's MoldUDP64 session"),
+	GWT("gateway", 0, tape_retrans, "127.0.0.1:17001",
 	    "comma-separated tape retransmission host:port of each sequencer node (at most "
 	    GW_STR(RX_MAX_SERVERS) "), asked in turn"),
-	GWS(tape_recorders, "",
+	GWT("gateway", 0, tape_recorders, "",
 	    "comma-separated host:port of the tape recorders near this gateway (lockstep-recorder's "
 	    "retrans): a gap is asked of them first, of tape_retrans (the sequencers) only when "
 	    "they cannot answer; with tape_retrans at most " GW_STR(RX_MAX_SERVERS) " (empty: none)"),
-	GWS(tape_group_b, "", "A/B: the tape's multicast group:port on network B, joined beside "
+	GWT("gateway", 0, tape_group_b, "", "A/B: the tape's multicast group:port on network B, joined beside "
 			      "tape_group; the first copy of each datagram is taken (empty: network "
 			      "A only)"),
 	GWS(tape_iface_b, "", "A/B: interface (name or address) of network B, receiving "
@@ -177,12 +199,14 @@ const struct config_key gw_config_keys[] = {
 	GW_PART(1), GW_PART(2), GW_PART(3), GW_PART(4), GW_PART(5),
 	GW_PART(6), GW_PART(7), GW_PART(8), GW_PART(9), GW_PART(10),
 	GW_PART(11), GW_PART(12), GW_PART(13), GW_PART(14), GW_PART(15),
+	GW_TAPE(1), GW_TAPE(2), GW_TAPE(3),
 	CONFIG_END,
 };
 
 const struct config_spec gw_config_spec = { .keys = gw_config_keys };
 
 _Static_assert(GW_MAX_PARTITIONS == 16, "a GW_PART() above for each partition but 0");
+_Static_assert(GW_MAX_TAPES == 4, "a GW_TAPE() above for each tape but 0");
 
 void gw_default_session(char out[11], time_t t)
 {
@@ -295,16 +319,26 @@ static void gw_pools(const struct gw *g, Lockstep__ControlReply *reply)
 	pools_reply(&ps, reply);
 }
 
+/* Every tape heard. */
+static int gw_tapes_live(const struct gw *g)
+{
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		if (!g->tape[k].s.live)
+			return 0;
+	return 1;
+}
+
 static void gw_status(void *self, Lockstep__ControlReply *reply)
 {
 	struct gw *g = self;
 
 	reply->name = g->cfg.node.name;
 	reply->state = g->stopping ? "stopping"
-		       : (g->tape.s.live && gw_exec_live(g)) ? "ready" : "starting";
-	reply->term = g->tape.term;
-	reply->seq = g->tape.last;
-	reply->commit = g->tape.commit;
+		       : (gw_tapes_live(g) && gw_exec_live(g)) ? "ready" : "starting";
+	/* tape 0's; the others' positions are in STATS (tape_commit_K) */
+	reply->term = g->tape[0].term;
+	reply->seq = g->tape[0].last;
+	reply->commit = g->tape[0].commit;
 	reply->ouch = g->sess.ouch_addr;
 	/* the gateway's streams are few and its load is TCP: it stays on
 	 * recvmmsg/sendmmsg whatever [node] io says */
@@ -343,6 +377,7 @@ static void gw_stats_logins(const struct gw *g, struct counters *out)
 static void gw_stats_add(void *self, struct counters *out)
 {
 	static char names[GW_MAX_PARTITIONS][24]; /* "exec_next_" and a u32 */
+	static char tnames[GW_MAX_TAPES][3][24]; /* cmd_next_K, cmd_acked_K, tape_commit_K */
 	struct gw *g = self;
 	struct gw_route_counts rc;
 
@@ -350,7 +385,7 @@ static void gw_stats_add(void *self, struct counters *out)
 	counters_add_table(out, stat_defs, (const uint64_t *)&g->st,
 			   sizeof(stat_defs) / sizeof(stat_defs[0]));
 	counters_add(out, "sessions", g->sess.n, 1);
-	counters_add(out, "cmd_next", g->cmd.next, 1);
+	counters_add(out, "cmd_next", g->cmd[0].next, 1);
 	counters_add(out, "exec_next", g->exec.parts[0].exec.next, 1);
 	gw_route_counts(g->routes, &rc);
 	counters_add(out, "tokens", rc.tokens, 1);
@@ -370,6 +405,14 @@ static void gw_stats_add(void *self, struct counters *out)
 	for (unsigned p = 1; p < g->n_parts; p++) {
 		snprintf(names[p], sizeof(names[p]), "exec_next_%u", p);
 		counters_add(out, names[p], g->exec.parts[p].exec.next, 1);
+	}
+	for (unsigned k = 1; k < g->n_tapes; k++) {
+		snprintf(tnames[k][0], sizeof(tnames[k][0]), "cmd_next_%u", k);
+		snprintf(tnames[k][1], sizeof(tnames[k][1]), "cmd_acked_%u", k);
+		snprintf(tnames[k][2], sizeof(tnames[k][2]), "tape_commit_%u", k);
+		counters_add(out, tnames[k][0], g->cmd[k].next, 1);
+		counters_add(out, tnames[k][1], g->cmd[k].acked, 1);
+		counters_add(out, tnames[k][2], g->tape[k].commit, 1);
 	}
 	gw_stats_logins(g, out);
 }
@@ -395,16 +438,20 @@ static int open_routes(struct gw *g)
 	return 0;
 }
 
-/* The MoldUDP64 session names of the command stream and the tape. */
+/* The MoldUDP64 session names of the command streams and the tapes. */
 static int check_names(const struct gw *g)
 {
 	struct mold_session cmd, tape;
 
-	if (mold_session_set(&cmd, g->cfg.node.name) < 0 ||
-	    mold_session_set(&tape, g->cfg.tape_session) < 0) {
-		log_err("[node] name and tape_session must be 1 to 10 printable characters");
+	if (mold_session_set(&cmd, g->cfg.node.name) < 0) {
+		log_err("[node] name must be 1 to 10 printable characters");
 		return -EINVAL;
 	}
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		if (mold_session_set(&tape, g->cfg.tape[k].tape_session) < 0) {
+			log_err("tape %u's tape_session must be 1 to 10 printable characters", k);
+			return -EINVAL;
+		}
 	return 0;
 }
 
@@ -423,6 +470,44 @@ static int check_datagram(const struct gw_config *cfg, char *err, size_t errlen)
 		 "(header, length and authentication trailer: %zu)",
 		 cfg->max_datagram, need, room, (size_t)(MOLD_HEADER_LEN + 2 + AUTH_TRAILER_LEN));
 	return -EINVAL;
+}
+
+/* [gateway] tapes: each tape beyond 0 has its sequencers, group and
+ * retransmission servers, each partition's tape is one of them and each
+ * tape has a partition, and no two tapes share a multicast group. */
+static int check_tapes(const struct gw_config *cfg, char *err, size_t errlen)
+{
+	unsigned parts = (unsigned)cfg->partitions, n = (unsigned)cfg->tapes;
+
+	for (unsigned p = 1; p < parts; p++)
+		if (cfg->part[p].tape >= n) {
+			snprintf(err, errlen, "[partition%u] tape = %" PRIu64 ": [gateway] tapes is %u",
+				 p, cfg->part[p].tape, n);
+			return -EINVAL;
+		}
+	for (unsigned k = 1; k < n; k++) {
+		const struct gw_tape_config *t = &cfg->tape[k];
+		unsigned used = 0;
+
+		if (!*t->sequencer || !*t->tape_group || !*t->tape_retrans) {
+			snprintf(err, errlen, "[tape%u] sequencer, tape_group and tape_retrans are "
+				 "required ([gateway] tapes = %u)", k, n);
+			return -EINVAL;
+		}
+		for (unsigned p = 1; p < parts; p++)
+			used += cfg->part[p].tape == k;
+		if (!used) {
+			snprintf(err, errlen, "tape %u has no partition ([partitionN] tape = %u)", k, k);
+			return -EINVAL;
+		}
+		for (unsigned j = 0; j < k; j++)
+			if (strcmp(cfg->tape[j].tape_group, t->tape_group) == 0) {
+				snprintf(err, errlen, "tapes %u and %u share tape_group %s", j, k,
+					 t->tape_group);
+				return -EINVAL;
+			}
+	}
+	return 0;
 }
 
 /* The failed-login table and the verification threads. */
@@ -457,7 +542,8 @@ static int open_parts(struct gw *g)
 	char err[256];
 	int rc = check_names(g);
 
-	if (rc == 0 && (rc = check_datagram(&g->cfg, err, sizeof(err))) < 0)
+	if (rc == 0 && ((rc = check_datagram(&g->cfg, err, sizeof(err))) < 0 ||
+			(rc = check_tapes(&g->cfg, err, sizeof(err))) < 0))
 		log_err("%s", err);
 
 	if (rc < 0 || (rc = gw_logins_open(&g->logins, &g->cfg, &g->st)) < 0 ||
@@ -469,7 +555,7 @@ static int open_parts(struct gw *g)
 		return rc;
 	gw_day_init(g, pos); /* before the logins' journals: they read it */
 	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + GW_POS_EXEC)) < 0 ||
-	    (rc = gw_cmd_open(g, pos[GW_POS_CMD])) < 0 || (rc = gw_flow_open(g)) < 0 ||
+	    (rc = gw_cmd_open(g, pos)) < 0 || (rc = gw_flow_open(g)) < 0 ||
 	    (rc = gw_tape_open(g, pos)) < 0)
 		return rc;
 	return gw_session_listen(g);
@@ -485,8 +571,15 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	g->loop = loop;
 	g->cfg = *cfg;
 	/* what gw_close closes must say "not open" */
-	g->sess.listen_fd = g->cmd.fd = -1;
-	g->tape.s.fd = g->tape.s.req_fd = g->tape.s.fd_b = -1;
+	g->sess.listen_fd = -1;
+	g->n_tapes = (unsigned)cfg->tapes;
+	for (unsigned k = 0; k < GW_MAX_TAPES; k++) {
+		g->cmd[k] = (struct gw_cmd){ .g = g, .k = k, .fd = -1 };
+		g->tape[k].g = g;
+		g->tape[k].k = k;
+		g->tape[k].cmd = &g->cmd[k];
+		g->tape[k].s.fd = g->tape[k].s.req_fd = g->tape[k].s.fd_b = -1;
+	}
 	if (mkdir(cfg->node.state_dir, 0755) < 0 && errno != EEXIST) {
 		rc = -errno;
 		log_err("%s: %s", cfg->node.state_dir, strerror(errno));
@@ -504,8 +597,8 @@ int gw_open(struct gw **out, struct ev_loop *loop, const struct gw_config *cfg)
 	g->last_persist = ev_now(loop);
 	log_notice("gateway %s: OUCH on %s, session %s, %zu logins, command seq %" PRIu64
 		   " (acked %" PRIu64 "), %u partition%s, exec from %" PRIu64 "%s",
-		   cfg->node.name, g->sess.ouch_addr, g->sess.soup_session, g->logins.n, g->cmd.next,
-		   g->cmd.acked, g->n_parts, g->n_parts > 1 ? "s" : "", g->exec.parts[0].exec.next,
+		   cfg->node.name, g->sess.ouch_addr, g->sess.soup_session, g->logins.n, g->cmd[0].next,
+		   g->cmd[0].acked, g->n_parts, g->n_parts > 1 ? "s" : "", g->exec.parts[0].exec.next,
 		   g->n_parts > 1 ? " (partition 0)" : "");
 	*out = g;
 	return 0;
@@ -603,7 +696,7 @@ static int gw_check(const void *cfg, char *err, size_t errlen)
 	struct gw_routes *r;
 	int rc = check_datagram(cfg, err, errlen);
 
-	if (rc < 0)
+	if (rc < 0 || (rc = check_tapes(cfg, err, errlen)) < 0)
 		return rc;
 	rc = gw_routes_open(&r, cfg, err, errlen);
 

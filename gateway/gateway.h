@@ -22,6 +22,20 @@
 #define GW_MAX_SEQUENCERS 9 /* addresses in [gateway] sequencer: a group of up to 9 */
 #define GW_MAX_PARTITIONS 16 /* [gateway] partitions; [partition1]..[partition15] */
 #define GW_SYMBOLS_LEN 512 /* a partition's symbols list */
+#define GW_MAX_TAPES 4 /* [gateway] tapes; [tape1]..[tape3] */
+
+/* One tape: a sequencer group, the command stream to it and the tape it
+ * multicasts. Tape 0's keys are in [gateway], tape K's (1 <= K < tapes)
+ * the same keys in section [tapeK]. */
+struct gw_tape_config {
+	char sequencer[512]; /* comma-separated host:port of each sequencer node's
+				command listener (1..GW_MAX_SEQUENCERS) */
+	char tape_group[64];
+	char tape_session[16];
+	char tape_retrans[512]; /* comma-separated host:port list (1..RX_MAX_SERVERS) */
+	char tape_recorders[512]; /* the tape recorders near it, asked first ("": none) */
+	char tape_group_b[64]; /* A/B: the tape's group on network B ("": A only) */
+};
 
 /* One matcher partition as the gateway sees it: partition 0's keys are
  * [gateway] symbols, exec_group, exec_session and exec_retrans, partition
@@ -32,21 +46,17 @@ struct gw_part_config {
 	char exec_session[16]; /* its MoldUDP64 session, EXEC<N> */
 	char exec_retrans[512]; /* its replicas' retransmission host:port list */
 	char exec_group_b[64]; /* A/B: the stream's group on network B ("": A only) */
+	uint64_t tape; /* the tape (sequencer group) its commands go to; partition 0: 0 */
 };
 
 /* [gateway] and [node]; durations in ns, sizes in bytes. */
 struct gw_config {
 	struct node_config node;
 	char ouch_listen[64]; /* host:port of the SoupBinTCP listener (port 0: any) */
-	char sequencer[512]; /* comma-separated host:port of each sequencer node's
-				command listener (1..GW_MAX_SEQUENCERS) */
-	char cmd_bind[64]; /* local address of the command socket */
-	char tape_group[64];
+	uint64_t tapes; /* 1..GW_MAX_TAPES */
+	struct gw_tape_config tape[GW_MAX_TAPES]; /* [0]: the [gateway] keys */
+	char cmd_bind[64]; /* local address of the command sockets */
 	char tape_iface[64];
-	char tape_session[16];
-	char tape_retrans[512]; /* comma-separated host:port list (1..RX_MAX_SERVERS) */
-	char tape_recorders[512]; /* the tape recorders near it, asked first ("": none) */
-	char tape_group_b[64]; /* A/B: the tape's group on network B ("": A only) */
 	char tape_iface_b[64]; /* network B's interface ("": tape_iface) */
 	uint64_t ab_wait; /* A/B: a gap waits this long for the other network's copy */
 	uint64_t partitions; /* 1..GW_MAX_PARTITIONS */

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gateway.h"
 #include "journal.h"
@@ -60,7 +61,8 @@ enum {
 	GW_POS_DAY_HOLD, /* a pending day event's tape index (0: none) */
 	GW_POS_TAPE_DAY, /* the latest tape day known, and its base */
 	GW_POS_TAPE_BASE,
-	GW_N_POS,
+	GW_POS_MORE_TAPES, /* tapes 1..: cmd_acked, tape_next, tape_day, tape_day_base each */
+	GW_N_POS = GW_POS_MORE_TAPES + 4 * (GW_MAX_TAPES - 1),
 };
 
 #define GW_MAX_EXEC_MSG 1024 /* OUCH outbound messages are at most 80 bytes */
@@ -261,8 +263,29 @@ struct gw_sessions {
 	int stopping; /* no new connection nor login */
 };
 
-/* The command stream (cmd.c only). */
+/* Tape k's position `what` (GW_POS_CMD, GW_POS_TAPE, GW_POS_TAPE_DAY or
+ * GW_POS_TAPE_BASE) in the progress file's values: tape 0's where they
+ * always were, the others' after them. */
+static inline unsigned gw_pos_of(unsigned k, unsigned what)
+{
+	unsigned i = what == GW_POS_CMD ? 0 : what == GW_POS_TAPE ? 1 : what == GW_POS_TAPE_DAY ? 2 : 3;
+
+	return k == 0 ? what : GW_POS_MORE_TAPES + 4 * (k - 1) + i;
+}
+
+/* Tape k's configuration section: "gateway" (k = 0) or "tapeK". */
+static inline void gw_tape_section(unsigned k, char *buf, size_t cap)
+{
+	if (k == 0)
+		snprintf(buf, cap, "gateway");
+	else
+		snprintf(buf, cap, "tape%u", k);
+}
+
+/* A tape's command stream (cmd.c only): one per sequencer group. */
 struct gw_cmd {
+	struct gw *g;
+	unsigned k; /* the tape's index */
 	int fd;
 	ev_io io;
 	/* every node of the sequencer group: only the primary takes commands,
@@ -294,10 +317,14 @@ struct gw_cmd {
 	struct src_budget budget; /* answer bytes per requester ([node] retrans_budget) */
 };
 
-/* The tape watcher (tape.c only). Positions (s.next, last, commit) are
+/* A tape's watcher (tape.c only). Positions (s.next, last, commit) are
  * tape indices, continuous across days; `days` maps them to each day's
- * MoldUDP64 session and sequence numbers (common/tapeday.h). */
+ * MoldUDP64 session and sequence numbers (common/tapeday.h). Tape 0's
+ * day events make the trading day (day.c); the others' are not read. */
 struct gw_tape {
+	struct gw *g;
+	unsigned k;
+	struct gw_cmd *cmd; /* the same tape's command stream */
 	struct gw_stream s;
 	struct tapeday days;
 	uint64_t term, commit, last;
@@ -353,12 +380,12 @@ struct gw_day {
 struct gw_flow {
 	uint64_t window; /* [gateway] max_in_flight */
 	uint32_t cap; /* a power of two: commands the ring and each FIFO hold */
-	uint8_t *part; /* by command seq % cap: its partition */
+	uint8_t *part[GW_MAX_TAPES]; /* per tape, by command seq % cap: its partition */
 	uint64_t *tape_seq; /* per partition, a FIFO of cap tape seqs */
 	uint32_t head[GW_MAX_PARTITIONS], len[GW_MAX_PARTITIONS];
 	uint64_t passed[GW_MAX_PARTITIONS]; /* highest tape seq each has published */
 	uint64_t queued; /* the FIFOs' entries */
-	uint64_t seen; /* our highest command seen on the tape */
+	uint64_t seen[GW_MAX_TAPES]; /* our highest command seen on each tape */
 	int paused; /* the sessions are not read */
 	ev_tstamp paused_at;
 	ev_timer stall;
@@ -418,8 +445,9 @@ struct gw {
 	struct gw_logins logins;
 	struct gw_streams streams;
 	struct gw_exec exec;
-	struct gw_cmd cmd;
-	struct gw_tape tape;
+	unsigned n_tapes;
+	struct gw_cmd cmd[GW_MAX_TAPES];
+	struct gw_tape tape[GW_MAX_TAPES];
 	struct gw_sessions sess;
 	struct gw_flow flow;
 	struct gw_day day;
@@ -504,22 +532,29 @@ void gw_session_end_all(struct gw *g);
 void gw_session_close_listener(struct gw *g);
 
 /* cmd.c */
-/* acked: the progress file's; every command up to it is committed. */
-int gw_cmd_open(struct gw *g, uint64_t acked);
+/* Every tape's command stream; pos: the progress file's values (each
+ * tape's GW_POS_CMD: every command up to it is committed). */
+int gw_cmd_open(struct gw *g, const uint64_t *pos);
 void gw_cmd_close(struct gw *g);
-/* Journals and queues one command for this iteration's datagrams. */
+/* Journals and queues one command, on its partition's tape, for this
+ * iteration's datagrams. */
 int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd);
 /* The room one command may take in a command datagram (throttle_cmd_room
  * of [gateway] max_datagram and the authentication trailer). */
 size_t gw_cmd_room(const struct gw *g);
 void gw_cmd_flush(struct gw *g);
 void gw_cmd_tick(struct gw *g, ev_tstamp now);
-/* 1 while a command sent is not yet acknowledged by the tape. */
-int gw_cmd_unacked(const struct gw *g);
-/* 1 when command seq is sent and not yet acknowledged. */
-int gw_cmd_pending(const struct gw *g, uint64_t seq);
-/* The tape committed every command up to seq. */
-void gw_cmd_ack(struct gw *g, uint64_t seq);
+/* 1 while a command sent on c is not yet acknowledged by its tape. */
+int gw_cmd_unacked(const struct gw_cmd *c);
+/* 1 when command seq is sent on c and not yet acknowledged. */
+int gw_cmd_pending(const struct gw_cmd *c, uint64_t seq);
+/* c's tape committed every command up to seq. */
+void gw_cmd_ack(struct gw_cmd *c, uint64_t seq);
+/* The tape partition p's commands go to. */
+static inline unsigned gw_part_tape(const struct gw *g, unsigned p)
+{
+	return (unsigned)g->cfg.part[p].tape;
+}
 
 /* progress.c: the progress file, gateway.pos */
 /* Its positions (GW_POS_*; zeros without a file or with a bad one). */
@@ -536,7 +571,8 @@ void gw_progress_tick(struct gw *g);
 void gw_progress_save_now(struct gw *g);
 
 /* tape.c */
-/* pos: the progress file's (GW_POS_*; tape 0: the first packet decides). */
+/* Every tape's watcher; pos: the progress file's (gw_pos_of; tape index
+ * 0: the first packet decides). */
 int gw_tape_open(struct gw *g, const uint64_t *pos);
 void gw_tape_close(struct gw *g);
 void gw_tape_tick(struct gw *g, ev_tstamp now);
@@ -612,10 +648,10 @@ const char *gw_stream_addr_error(int rc, char *buf, size_t cap, int max);
 int gw_flow_open(struct gw *g); /* after gw_cmd_open; 0 or -ENOMEM (logged) */
 void gw_flow_close(struct gw *g); /* accepts a gateway whose flow never opened */
 uint64_t gw_flow_in_flight(const struct gw *g);
-/* Command cmd_seq went to partition; may stop reading the sessions. */
-void gw_flow_sent(struct gw *g, uint64_t cmd_seq, unsigned partition);
-/* Our command origin_seq is on the tape at tape_seq. */
-void gw_flow_on_tape(struct gw *g, uint64_t origin_seq, uint64_t tape_seq);
+/* Command cmd_seq of tape k went to partition; may stop reading the sessions. */
+void gw_flow_sent(struct gw *g, unsigned k, uint64_t cmd_seq, unsigned partition);
+/* Our command origin_seq is on tape k at tape_seq. */
+void gw_flow_on_tape(struct gw *g, unsigned k, uint64_t origin_seq, uint64_t tape_seq);
 /* Partition p has published a block of the event at tape_seq. */
 void gw_flow_on_exec(struct gw *g, unsigned p, uint64_t tape_seq);
 /* session.c: stops (on) or resumes reading every session. */

@@ -25,7 +25,8 @@ static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's wa
 /* <state_dir>/gateway.pos: "cmd_acked N\ntape_next N\nexec_next N\n", then
  * "exec_next_P N\n" for each partition P >= 1, then the trading day's
  * "day_key K\nday_hold I\ntape_day D\ntape_day_base B\n" (a file without
- * them: day 1, nothing journalled). A conservative position: resending
+ * them: day 1, nothing journalled), then for each tape K >= 1 its
+ * "cmd_acked_K N\ntape_next_K N\ntape_day_K D\ntape_day_base_K B\n". A conservative position: resending
  * committed commands is harmless (the sequencer drops duplicates), exec
  * blocks already journalled for a login are skipped by partition and exec
  * sequence number, and day events by their key (day.c). tape_next (a tape
@@ -47,11 +48,24 @@ static void progress_load_rest(FILE *f, uint64_t v[GW_N_POS])
 		{ "tape_day", GW_POS_TAPE_DAY },
 		{ "tape_day_base", GW_POS_TAPE_BASE },
 	};
+	static const char *const tape_keys[] = { "cmd_acked", "tape_next", "tape_day",
+						 "tape_day_base" };
+	static const unsigned tape_pos[] = { GW_POS_CMD, GW_POS_TAPE, GW_POS_TAPE_DAY,
+					     GW_POS_TAPE_BASE };
 	char key[32], extra;
 	unsigned p;
 	uint64_t n;
 
 	while (fscanf(f, " %31[a-z_0-9] %" SCNu64, key, &n) == 2) {
+		/* tapes >= 1; one no longer configured is forgotten */
+		for (size_t i = 0; i < 4; i++) {
+			size_t len = strlen(tape_keys[i]);
+
+			if (strncmp(key, tape_keys[i], len) == 0 && key[len] == '_' &&
+			    sscanf(key + len + 1, "%u%c", &p, &extra) == 1 && p >= 1 &&
+			    p < GW_MAX_TAPES)
+				v[gw_pos_of(p, tape_pos[i])] = n;
+		}
 		/* partitions >= 1; one no longer configured is forgotten */
 		if (sscanf(key, "exec_next_%u%c", &p, &extra) == 1) {
 			if (p >= 1 && p < GW_MAX_PARTITIONS)
@@ -100,16 +114,21 @@ static void capture(struct gw *g, uint64_t v[GW_N_POS])
 	uint64_t pend = gw_day_pending_from(g);
 
 	memset(v, 0, GW_N_POS * sizeof(*v));
-	v[GW_POS_CMD] = g->cmd.acked;
-	v[GW_POS_TAPE] = g->tape.s.next < pend ? g->tape.s.next : pend;
+	for (unsigned k = 0; k < g->n_tapes; k++) {
+		const struct gw_tape *t = &g->tape[k];
+
+		v[gw_pos_of(k, GW_POS_CMD)] = g->cmd[k].acked;
+		/* tape 0 stays before a day event not yet journalled */
+		v[gw_pos_of(k, GW_POS_TAPE)] = k || t->s.next < pend ? t->s.next : pend;
+		if (t->days.n > 0 && tapeday_last(&t->days)->day > 1) {
+			v[gw_pos_of(k, GW_POS_TAPE_DAY)] = tapeday_last(&t->days)->day;
+			v[gw_pos_of(k, GW_POS_TAPE_BASE)] = tapeday_last(&t->days)->base;
+		}
+	}
 	for (unsigned p = 0; p < g->n_parts; p++)
 		v[GW_POS_EXEC + p] = g->exec.parts[p].exec.next;
 	v[GW_POS_DAY_KEY] = g->day.key;
 	v[GW_POS_DAY_HOLD] = pend != UINT64_MAX ? pend : 0;
-	if (g->tape.days.n > 0 && tapeday_last(&g->tape.days)->day > 1) {
-		v[GW_POS_TAPE_DAY] = tapeday_last(&g->tape.days)->day;
-		v[GW_POS_TAPE_BASE] = tapeday_last(&g->tape.days)->base;
-	}
 }
 
 /* The file's text for v; its length. */
@@ -129,6 +148,13 @@ static size_t format(const struct gw *g, const uint64_t v[GW_N_POS], char *text,
 				      "\ntape_day_base %" PRIu64 "\n",
 				      v[GW_POS_DAY_KEY], v[GW_POS_DAY_HOLD], v[GW_POS_TAPE_DAY],
 				      v[GW_POS_TAPE_BASE]);
+	for (unsigned k = 1; k < g->n_tapes && n < cap; k++)
+		n += (size_t)snprintf(text + n, cap - n,
+				      "cmd_acked_%u %" PRIu64 "\ntape_next_%u %" PRIu64
+				      "\ntape_day_%u %" PRIu64 "\ntape_day_base_%u %" PRIu64 "\n",
+				      k, v[gw_pos_of(k, GW_POS_CMD)], k, v[gw_pos_of(k, GW_POS_TAPE)],
+				      k, v[gw_pos_of(k, GW_POS_TAPE_DAY)], k,
+				      v[gw_pos_of(k, GW_POS_TAPE_BASE)]);
 	return n < cap ? n : cap - 1;
 }
 

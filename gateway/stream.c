@@ -79,12 +79,14 @@ static void on_rx_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	/* A/B: what both networks' sockets hold is read first (the other
 	 * network's copy may wait there behind a busy moment), so that only a
 	 * datagram lost on both is asked for */
-	ab_drain(loop, &g->tape.s);
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		ab_drain(loop, &g->tape[k].s);
 	for (unsigned p = 0; p < g->n_parts; p++)
 		ab_drain(loop, &g->exec.parts[p].exec);
 	now = mono_ns();
-	if (g->tape.s.rx)
-		rx_tick(g->tape.s.rx, now);
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		if (g->tape[k].s.rx)
+			rx_tick(g->tape[k].s.rx, now);
 	for (unsigned p = 0; p < g->n_parts; p++)
 		if (g->exec.parts[p].exec.rx)
 			rx_tick(g->exec.parts[p].exec.rx, now);
@@ -111,7 +113,10 @@ void gw_stream_fini(struct gw *g)
 
 void gw_stream_arm(struct gw *g)
 {
-	uint64_t due = rxpath_due_min(RX_NEVER, g->tape.s.rx);
+	uint64_t due = RX_NEVER;
+
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		due = rxpath_due_min(due, g->tape[k].s.rx);
 
 	for (unsigned p = 0; p < g->n_parts; p++)
 		due = rxpath_due_min(due, g->exec.parts[p].exec.rx);
@@ -121,23 +126,30 @@ void gw_stream_arm(struct gw *g)
 /* The exec counters are the sums over the partitions. */
 void gw_stream_stats(struct gw *g)
 {
-	struct rx_stats t = { 0 };
 	struct net_udp_stats us = { 0 };
 
-	if (g->tape.s.rx)
-		rx_get_stats(g->tape.s.rx, &t);
-	g->st.tape_gaps = t.gaps;
-	g->st.tape_requests = t.requests;
-	g->st.tape_held = t.held;
-	g->st.tape_skipped = t.lost;
-	g->st.unbelievable = t.unbelievable;
+	g->st.tape_gaps = g->st.tape_requests = g->st.tape_held = g->st.tape_skipped = 0;
+	g->st.unbelievable = g->st.drops_injected = g->st.rxq_dropped = 0;
+	g->st.tape_first_a = g->st.tape_first_b = 0;
+	for (unsigned k = 0; k < g->n_tapes; k++) {
+		const struct gw_stream *x = &g->tape[k].s;
+		const struct gw_cmd *c = &g->cmd[k];
+		struct rx_stats t = { 0 };
+
+		if (x->rx)
+			rx_get_stats(x->rx, &t);
+		g->st.tape_gaps += t.gaps;
+		g->st.tape_requests += t.requests;
+		g->st.tape_held += t.held;
+		g->st.tape_skipped += t.lost;
+		g->st.unbelievable += t.unbelievable;
+		g->st.drops_injected += x->drop.dropped + x->req_drop.dropped + c->drop.dropped;
+		g->st.rxq_dropped += x->rxq + x->req_rxq + x->rxq_b + c->rxq;
+		g->st.tape_first_a += x->first.first[AB_A];
+		g->st.tape_first_b += x->first.first[AB_B];
+	}
 	g->st.exec_gaps = g->st.exec_requests = g->st.exec_dups = 0;
 	g->st.exec_held = g->st.exec_lost = 0;
-	g->st.drops_injected = g->tape.s.drop.dropped + g->tape.s.req_drop.dropped;
-	g->st.drops_injected += g->cmd.drop.dropped;
-	g->st.rxq_dropped = g->tape.s.rxq + g->tape.s.req_rxq + g->tape.s.rxq_b + g->cmd.rxq;
-	g->st.tape_first_a = g->tape.s.first.first[AB_A];
-	g->st.tape_first_b = g->tape.s.first.first[AB_B];
 	g->st.exec_first_a = g->st.exec_first_b = 0;
 	for (unsigned p = 0; p < g->n_parts; p++) {
 		const struct gw_stream *x = &g->exec.parts[p].exec;
