@@ -163,6 +163,14 @@ void journal_iter_close(struct journal_iter *it);
  * negative errno. */
 int64_t journal_free_bytes(const struct journal *j);
 
+/* Read-only: takes in what the journal's writer (another process) has
+ * appended since the open or the last refresh, new segments included, up
+ * to the first record not whole yet (the next refresh takes it); its
+ * iterators then go on over it. The records added, or a negative errno
+ * (-EINVAL when not read-only). For a reader that follows a live journal
+ * (lockstep-replay dump --follow). */
+int journal_refresh(struct journal *j);
+
 /* Counts for statistics. */
 uint64_t journal_bytes(const struct journal *j);
 unsigned journal_segments(const struct journal *j);

@@ -56,16 +56,23 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The first sequence numbers of the segment files in dir, sorted. */
-static int list_segments(const char *dir, uint64_t **out, size_t *count)
+/* The first sequence numbers of the segment files in the directory open
+ * as dfd, sorted. */
+static int list_segments(int dfd, uint64_t **out, size_t *count)
 {
-	DIR *d = opendir(dir);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 	uint64_t *v = NULL, seq;
 	size_t n = 0, cap = 0;
 
-	if (!d)
-		return -errno;
+	if (!d) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		return -err;
+	}
 	while ((e = readdir(d))) {
 		void *p = v;
 
@@ -405,6 +412,97 @@ static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
 	return cut_tail(j, names, count, i, &cut, rep, j->opt.read_only);
 }
 
+/* Reads the segment open as fd from offset `from` on: a refresh of a
+ * segment's tail (scan_refill reads on). */
+static int scan_from(struct scan_buf *b, int fd, uint64_t from)
+{
+	ssize_t n;
+	int r = scan_buf_reserve(b, SCAN_CHUNK);
+
+	if (r < 0)
+		return r;
+	n = journal_pread_full(fd, b->p, b->cap, from);
+	if (n < 0)
+		return (int)n;
+	b->fd = fd;
+	b->base = from;
+	b->have = (size_t)n;
+	b->pos = 0;
+	b->eof = (size_t)n < b->cap;
+	return 0;
+}
+
+/* The last segment's records written since it was scanned: up to the first
+ * that is not whole yet (its writer is at it; the next refresh takes it). */
+static int refresh_tail(struct journal *j, struct scan_buf *b)
+{
+	struct jseg *s = tail(j);
+	uint64_t seq = j->want;
+	char name[32];
+	int fd, r;
+
+	journal_seg_name(name, s->first_seq);
+	fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = scan_from(b, fd, s->size);
+	while (r == 0 && (r = scan_refill(b)) == 0 && b->pos < b->have) {
+		const uint8_t *p = b->p + b->pos;
+
+		if (check_record(p, b->have - b->pos, b->base + b->pos, seq) ||
+		    (r = scan_note(j, s, p, (uint32_t)(b->base + b->pos), seq)) < 0)
+			break;
+		seq++;
+		b->pos += REC_OVERHEAD + get_le32(p);
+	}
+	close(fd);
+	if (r < 0)
+		return r;
+	s->size = b->base + b->pos;
+	j->want = seq;
+	return 0;
+}
+
+int journal_refresh(struct journal *j)
+{
+	struct scan_buf b = { 0 };
+	uint64_t *names = NULL, before = j->want;
+	size_t count = 0;
+	int r;
+
+	if (!j->opt.read_only)
+		return -EINVAL;
+	r = j->nsegs ? refresh_tail(j, &b) : 0;
+	if (r == 0)
+		r = list_segments(j->dfd, &names, &count);
+	/* segments begun since: each starts where the journal ends, or the
+	 * one before is not whole yet (a later refresh) */
+	for (size_t i = 0; r == 0 && i < count; i++) {
+		struct cut cut = { 0 };
+		char name[32];
+		unsigned had = j->nsegs;
+		int fd;
+
+		if (j->nsegs && names[i] <= tail(j)->first_seq)
+			continue;
+		if (j->nsegs && names[i] != j->want)
+			break; /* (an empty journal takes its writer's first, wherever it starts) */
+		journal_seg_name(name, names[i]);
+		fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			r = -errno;
+			break;
+		}
+		r = scan_segment(j, fd, names[i], &b, &cut);
+		close(fd);
+		if (cut.reason && j->nsegs == had)
+			break; /* its header is not written yet */
+	}
+	free(names);
+	free(b.p);
+	return r < 0 ? r : (int)(j->want - before > INT32_MAX ? INT32_MAX : j->want - before);
+}
+
 /* Every segment and the directory to disk (an open under DISK). */
 static int journal_data_sync_all(struct journal *j)
 {
@@ -489,7 +587,7 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		r = -errno;
 		goto out_free;
 	}
-	r = list_segments(dir, &names, &count);
+	r = list_segments(j->dfd, &names, &count);
 	if (r == 0)
 		r = scan_segments(j, names, count, report);
 	free(names);

@@ -12,7 +12,10 @@
 #     rec-1's journal verifies and is, event for event, the sequencer's;
 #  2. rec-1 killed: the same loss is repaired by the sequencer (the
 #     fall-back), nothing lost; rec-1 restarted catches up from its journal
-#     and its journal is again the sequencer's.
+#     and its journal is again the sequencer's;
+#  3. the drop copy: `lockstep-replay dump --follow`, started on rec-1's
+#     journal before the load, has written out, live and through rec-1's
+#     restart, every event of it (the same lines as a dump at the end).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench lockstep-recorder lockstep-replay
 [ "$(id -u)" -eq 0 ] || skip "nftables and a network namespace need root"
@@ -25,6 +28,7 @@ cluster_up --recorders 1
 REPLAY=$top_builddir/lockstep-replay
 TAPE=$(sed -n 's/^tape_group = //p' "$T/rec-1.conf")
 grep -q "^tape_recorders = 127.0.0.1:" "$T/matcher-1.conf" || fail "matcher-1 has no tape_recorders"
+bg_start "$T/follow.err" sh -c "exec '$REPLAY' dump '$T/rec-1/journal' --follow >'$T/follow.dump'"
 sum() { local k=$1 n t=0 v; shift; for n in "$@"; do v=$(stat_get "$n" "$k"); t=$((t + ${v:-0})); done; echo $t; }
 receivers_asked() { echo $(( $(sum retrans_requests_sent matcher-1 matcher-2) + $(sum tape_requests gw-1) )); }
 
@@ -92,3 +96,10 @@ until [ "$(status_get rec-1 state)" = live ] && [ "$(status_get rec-1 seq)" -ge 
 done
 info "rec-1 restarted: caught up to $(status_get rec-1 seq) (seq-1's commit $commit)"
 same_journal
+
+# ---- 3. the drop copy --------------------------------------------------------
+n=$(wc -l <"$T/rec.dump")
+wait_for 10 "the follower's $n lines" sh -c "[ \$(wc -l <'$T/follow.dump') -ge $n ]"
+head -n "$n" "$T/follow.dump" | cmp -s - "$T/rec.dump" ||
+	fail "dump --follow of rec-1's journal differs from its dump: $(head -n "$n" "$T/follow.dump" | diff - "$T/rec.dump" | head -3)"
+info "lockstep-replay dump --follow wrote rec-1's $n events as it journalled them, through its restart"

@@ -1804,6 +1804,67 @@ END_TEST
 /* journal_roll: the next record starts a segment of its own (a trading
  * day's first record), whatever segment_bytes says; a roll on an empty
  * last segment makes none; the records read back across a reopen. */
+/* A reader follows a live journal: journal_refresh takes in what the
+ * writer appended since (records, then segments it rolled to), never a
+ * record that is not whole yet, and an iterator opened before goes on over
+ * it; with and without the index. Not for a writer's journal. */
+START_TEST(refresh_follows_a_writer)
+{
+	struct journal_options ro = { .read_only = 1, .no_index = _i };
+	struct journal *w = jopen(1 << 20, 0, NULL), *r;
+	struct journal_iter *it;
+	uint64_t seq, term, next = 1;
+	const uint8_t *data;
+	size_t len;
+	char path[1100];
+	int fd;
+
+	ck_assert_int_eq(journal_refresh(w), -EINVAL);
+	ck_assert_int_eq(journal_flush(w), 0);
+	r = jopen_opt(&ro, NULL); /* empty still: the writer made no segment */
+	ck_assert_uint_eq(journal_last_seq(r), 0);
+	ck_assert_int_eq(journal_iter_open(&it, r, 1), 0);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0);
+	append_range(w, 1, 100);
+	ck_assert_int_eq(journal_flush(w), 0);
+	ck_assert_int_eq(journal_iter_next(it, &seq, &term, &data, &len), 0); /* not before */
+	ck_assert_int_eq(journal_refresh(r), 100);
+	ck_assert_int_eq(journal_refresh(r), 0);
+	append_range(w, 101, 150);
+	ck_assert_int_eq(journal_flush(w), 0);
+	ck_assert_int_eq(journal_refresh(r), 50);
+	journal_roll(w);
+	append_range(w, 151, 170);
+	journal_roll(w);
+	append_range(w, 171, 200);
+	ck_assert_int_eq(journal_flush(w), 0);
+	/* half a record at the end of the last segment: its writer is at it */
+	seg_path(path, sizeof(path), 171);
+	fd = open(path, O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "\x40\0\0\0\xc9\0\0", 7), 7);
+	close(fd);
+	ck_assert_int_eq(journal_refresh(r), 50);
+	ck_assert_uint_eq(journal_last_seq(r), 200);
+	ck_assert_uint_eq(journal_segments(r), 3);
+	while (journal_iter_next(it, &seq, &term, &data, &len) == 1) {
+		uint8_t want[256];
+
+		ck_assert_uint_eq(seq, next);
+		ck_assert_uint_eq(len, make_data(seq, want));
+		ck_assert_mem_eq(data, want, len);
+		ck_assert_uint_eq(term, term_of(seq));
+		next++;
+	}
+	ck_assert_uint_eq(next, 201);
+	journal_iter_close(it);
+	if (!_i)
+		verify_range(r, 1, 200);
+	journal_close(r);
+	journal_close(w);
+}
+END_TEST
+
 START_TEST(roll_starts_a_segment)
 {
 	struct journal *j = jopen(1 << 20, 0, NULL);
@@ -1967,6 +2028,7 @@ int main(void)
 	tcase_add_test(io, roundtrip_across_reopen);
 	tcase_add_test(io, file_format_matches_header);
 	tcase_add_test(io, roundtrip_across_segment_rolls);
+	tcase_add_loop_test(io, refresh_follows_a_writer, 0, 2);
 	tcase_add_test(io, read_records_still_buffered);
 	tcase_add_test(io, read_errors);
 	tcase_add_test(io, append_wrong_seq_fails);

@@ -1,11 +1,13 @@
 /* lockstep-replay dump: one line (or JSON object) per event, with its place
  * on the wire (trading day, session, per-day sequence number), filtered by
- * seq range, day, symbol or login. */
+ * seq range, day, symbol or login; with --follow, on as the journal's
+ * writer (a sequencer, a recorder) appends: a live drop copy. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "replay.h"
@@ -106,7 +108,8 @@ int cmd_dump(int argc, char **argv)
 		{ "symbol", required_argument, NULL, 's' }, { "session", required_argument, NULL, 'u' },
 		{ "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
 		{ "day", required_argument, NULL, 'd' },
-		{ "tape-session", required_argument, NULL, 'n' }, { NULL, 0, NULL, 0 },
+		{ "tape-session", required_argument, NULL, 'n' },
+		{ "follow", no_argument, NULL, 'F' }, { NULL, 0, NULL, 0 },
 	};
 	const char *session = "TAPE";
 	struct dump_filter d = { 0 };
@@ -117,10 +120,10 @@ int cmd_dump(int argc, char **argv)
 	struct progress pr;
 	struct event e;
 	struct tapedir t;
-	uint64_t from = 0, to = 0, seq, term, start, shown = 0;
+	uint64_t from = 0, to = 0, seq = 0, term, start, shown = 0;
 	const uint8_t *data;
 	size_t len;
-	int json = 0, c, r, rc;
+	int json = 0, follow = 0, done = 0, c, r, rc;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -131,6 +134,7 @@ int cmd_dump(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'd': if (opt_day(optarg, &day)) return 2; break;
 		case 'n': session = optarg; break;
+		case 'F': follow = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: return 2;
 		}
@@ -139,13 +143,23 @@ int cmd_dump(int argc, char **argv)
 		return fail_usage("dump: one journal directory or archive");
 	if (wirepos_init(&w, session) < 0)
 		return fail_usage("--tape-session %s: up to 10 printable characters", session);
+	if (follow && day)
+		return fail_usage("dump: --follow reads on past the end: no --day");
 	if ((rc = tapedir_open(&t, argv[optind], 1, 0)) != 0)
 		return rc;
+	if (follow && t.tmp[0]) {
+		tapedir_close(&t);
+		return fail_usage("dump: --follow follows a journal directory, not an archive");
+	}
+	if (follow && !to)
+		to = UINT64_MAX; /* until killed (or the reader of a pipe leaves) */
 	if ((day && (rc = days_range(&t, day, &from, &to)) != 0) ||
-	    (rc = tapedir_range(&t, &from, &to)) != 0) {
+	    (!follow && (rc = tapedir_range(&t, &from, &to)) != 0)) {
 		tapedir_close(&t);
 		return rc;
 	}
+	if (follow && from < t.first)
+		from = t.first; /* tapedir_range's, which wants records already */
 	/* A symbol's cancels and replaces name orders by token only: follow its
 	 * orders from the start, show from `from`. */
 	start = d.symbol ? t.first : from;
@@ -159,22 +173,33 @@ int cmd_dump(int argc, char **argv)
 		return 2;
 	}
 	progress_start(&pr, "dump", start, to);
+	pr.on = pr.on && !follow;
 	r = journal_iter_open(&it, t.j, start);
-	while (r == 0 && (r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
-		r = 0;
-		wirepos_note(&w, seq, data, len);
-		event_decode(&e, seq, term, data, len, &arena);
-		event_wire(&e, &w);
-		if (dump_match(&d, &e) && seq >= from) {
-			if (json)
-				event_print_json(stdout, &e);
-			else
-				event_print_text(stdout, &e);
-			shown++;
+	while (r == 0 && !done) {
+		while (r == 0 && (r = journal_iter_next(it, &seq, &term, &data, &len)) == 1) {
+			r = 0;
+			wirepos_note(&w, seq, data, len);
+			event_decode(&e, seq, term, data, len, &arena);
+			event_wire(&e, &w);
+			if (dump_match(&d, &e) && seq >= from) {
+				if (json)
+					event_print_json(stdout, &e);
+				else
+					event_print_text(stdout, &e);
+				shown++;
+			}
+			progress_tick(&pr, seq);
+			if (seq >= to)
+				break;
 		}
-		progress_tick(&pr, seq);
-		if (seq >= to)
-			break;
+		done = r < 0 || !follow || seq >= to;
+		if (!done) { /* the end for now: hand it on, then look again */
+			if (fflush(stdout) != 0)
+				break;
+			nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+			r = journal_refresh(t.j);
+			r = r < 0 ? r : 0;
+		}
 	}
 	progress_end(&pr);
 	if (r < 0)
