@@ -166,8 +166,11 @@ int64_t journal_free_bytes(const struct journal *j);
 /* Read-only: takes in what the journal's writer (another process) has
  * appended since the open or the last refresh, new segments included, up
  * to the first record not whole yet (the next refresh takes it); its
- * iterators then go on over it. The records added, or a negative errno
- * (-EINVAL when not read-only). For a reader that follows a live journal
+ * iterators then go on over it. The records added, or a negative errno:
+ * -EINVAL when not read-only; -ESTALE or -EIO when the writer cut what
+ * was read (a sequencer standby cuts an uncommitted tail; a recorder's
+ * journal holds committed events only and is never cut), and then only
+ * journal_close is left to do. For a reader that follows a live journal
  * (lockstep-replay dump --follow). */
 int journal_refresh(struct journal *j);
 

@@ -432,12 +432,16 @@ static int scan_from(struct scan_buf *b, int fd, uint64_t from)
 	return 0;
 }
 
-/* The last segment's records written since it was scanned: up to the first
- * that is not whole yet (its writer is at it; the next refresh takes it). */
+/* The last segment's records written since it was scanned, up to the
+ * first that is not whole yet (its writer is at it; the next refresh
+ * takes it). A record whole but wrong (its writer cut the tail and wrote
+ * another: a sequencer's standby) is -EIO, a file shorter than what was
+ * read (cut, or made again) -ESTALE: what was read is no longer the
+ * journal. The index moves record by record, so an error leaves it whole. */
 static int refresh_tail(struct journal *j, struct scan_buf *b)
 {
 	struct jseg *s = tail(j);
-	uint64_t seq = j->want;
+	struct stat st;
 	char name[32];
 	int fd, r;
 
@@ -445,28 +449,35 @@ static int refresh_tail(struct journal *j, struct scan_buf *b)
 	fd = openat(j->dfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = scan_from(b, fd, s->size);
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if ((uint64_t)st.st_size < s->size)
+		r = -ESTALE;
+	else
+		r = scan_from(b, fd, s->size);
 	while (r == 0 && (r = scan_refill(b)) == 0 && b->pos < b->have) {
 		const uint8_t *p = b->p + b->pos;
+		const char *bad = check_record(p, b->have - b->pos, b->base + b->pos, j->want);
 
-		if (check_record(p, b->have - b->pos, b->base + b->pos, seq) ||
-		    (r = scan_note(j, s, p, (uint32_t)(b->base + b->pos), seq)) < 0)
+		if (bad) {
+			if (strcmp(bad, "torn record") != 0)
+				r = -EIO;
 			break;
-		seq++;
+		}
+		if ((r = scan_note(j, s, p, (uint32_t)(b->base + b->pos), j->want)) < 0)
+			break;
+		j->want++;
 		b->pos += REC_OVERHEAD + get_le32(p);
+		s->size = b->base + b->pos;
 	}
 	close(fd);
-	if (r < 0)
-		return r;
-	s->size = b->base + b->pos;
-	j->want = seq;
-	return 0;
+	return r;
 }
 
 int journal_refresh(struct journal *j)
 {
 	struct scan_buf b = { 0 };
-	uint64_t *names = NULL, before = j->want;
+	uint64_t *names = NULL, before = j->nsegs ? j->want : 0;
 	size_t count = 0;
 	int r;
 
@@ -480,7 +491,6 @@ int journal_refresh(struct journal *j)
 	for (size_t i = 0; r == 0 && i < count; i++) {
 		struct cut cut = { 0 };
 		char name[32];
-		unsigned had = j->nsegs;
 		int fd;
 
 		if (j->nsegs && names[i] <= tail(j)->first_seq)
@@ -495,12 +505,19 @@ int journal_refresh(struct journal *j)
 		}
 		r = scan_segment(j, fd, names[i], &b, &cut);
 		close(fd);
-		if (cut.reason && j->nsegs == had)
-			break; /* its header is not written yet */
+		if (r == 0 && cut.reason && strcmp(cut.reason, "torn record") != 0 &&
+		    strcmp(cut.reason, "torn segment header") != 0)
+			r = -EIO; /* whole and wrong: not a writer at work */
+		if (cut.reason)
+			break; /* the rest is not written yet */
 	}
 	free(names);
 	free(b.p);
-	return r < 0 ? r : (int)(j->want - before > INT32_MAX ? INT32_MAX : j->want - before);
+	if (r < 0)
+		return r;
+	if (!before) /* it was empty: the records from its first */
+		before = j->nsegs ? j->segs[0].first_seq : j->want;
+	return (int)(j->want - before > INT32_MAX ? INT32_MAX : j->want - before);
 }
 
 /* Every segment and the directory to disk (an open under DISK). */

@@ -23,9 +23,10 @@
  * client offers.
  *
  * A partition that publishes nothing (a dead partition, or a tail of
- * commands it ignored) must not hold the sessions forever: after
- * flow_stall without progress the sessions are read again and the
- * partition's oldest entries are taken as answered (flow_stalls counts it).
+ * commands it ignored), or a tape whose group has no primary, must not
+ * hold the sessions forever: after flow_stall without progress the
+ * sessions are read again, and every command in flight is taken as
+ * answered (flow_stalls counts it).
  *
  * Memory is allocated at open: per tape, a ring of each command's
  * partition, indexed by the tape's command seq, and per partition a FIFO
@@ -158,7 +159,7 @@ void gw_flow_on_tape(struct gw *g, unsigned k, uint64_t origin_seq, uint64_t tap
 		unsigned p = f->part[k][c & (f->cap - 1)];
 
 		if (p >= g->n_parts || gw_part_tape(g, p) != k)
-			continue; /* cannot be: a command of tape k is for one of its partitions */
+			continue; /* a restart's ring (zeros, partition 0) on another tape: not counted */
 		if (tape_seq <= f->passed[p])
 			continue; /* its answer came in before the tape did */
 		if (f->len[p] == f->cap) { /* cannot happen with a sane window */
@@ -211,5 +212,11 @@ static void flow_on_stall(struct ev_loop *loop, ev_timer *w, int revents)
 		f->head[p] += f->len[p];
 		f->len[p] = 0;
 	}
+	/* and what no tape has shown yet: a tape whose group has no primary
+	 * for long must not hold the other tapes' partitions (its commands
+	 * are resent all the same, and not counted when they appear) */
+	for (unsigned k = 0; k < g->n_tapes; k++)
+		if (g->cmd[k].next - 1 > f->seen[k])
+			f->seen[k] = g->cmd[k].next - 1;
 	flow_resume(g);
 }

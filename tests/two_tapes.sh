@@ -15,12 +15,13 @@
 #   smallest commit, and the two groups' tapes differ (lockstep-replay);
 # - the killed sequencer, restarted, is a standby of tape 1 in its new term;
 # - gw-1, restarted, goes on with both tapes' command streams where it was;
-# - ops/drill step-down --tapes 2 --tape 1: tape 1's group hands over twice.
+# - ops/drill step-down --tapes 2 --tape 1: tape 1's group hands over twice
+#   (the plain build).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench lockstep-replay
 REPLAY=$top_builddir/lockstep-replay
 rate=2000 secs=6
-if asan_build; then rate=600 secs=6; fi
+if asan_build; then rate=600 secs=5; fi
 
 cluster_up --sequencers 3 --tapes 2 --partitions 2 --matchers 2
 grep -q "primary seq-[1-3], tape 1's seq-[4-6]" "$T/up.out" || { cat "$T/up.out"; fail "up: no primary per tape"; }
@@ -128,6 +129,12 @@ for x in "seq-1 AAPL MSFT" "seq-4 MSFT AAPL"; do
 done
 
 # the sequencer drills per tape: a hand-over of tape 1's group under load
-# (ops/drill --tapes 2 --tape 1) with its invariants on tape 1
-run_drill 120 step-down --tapes 2 --tape 1 --sequencers 3 --times 2
+# (ops/drill --tapes 2 --tape 1) with its invariants on tape 1; not under
+# ASan (the drill's own script is what is new here: tests/group_failover.sh
+# takes the daemons' hand-over paths under ASan)
+if asan_build; then
+	info "ASan build: no ops/drill step-down --tapes 2 --tape 1 (the plain build's)"
+	exit 0
+fi
+run_drill 120 step-down --tapes 2 --tape 1 --sequencers 3 --times 2 --seconds 2
 grep -E '^(ok|info):.*(handed over|failover step-down->TermStart)' "$T/step-down.out"

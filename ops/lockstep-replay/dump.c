@@ -160,9 +160,18 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (follow && from < t.first)
 		from = t.first; /* tapedir_range's, which wants records already */
+	if (follow && from > to) {
+		tapedir_close(&t);
+		return fail_usage("dump: --from %llu is past --to %llu", (unsigned long long)from,
+				  (unsigned long long)to);
+	}
 	/* A symbol's cancels and replaces name orders by token only: follow its
 	 * orders from the start, show from `from`. */
 	start = d.symbol ? t.first : from;
+	/* following, a --from past the end: the events before it are read
+	 * (not shown) as they come, so that their days are known */
+	if (follow && start > t.last + 1)
+		start = t.last + 1;
 	if ((r = wirepos_prime(&w, &t, start)) < 0) {
 		fprintf(stderr, PROG ": reading %s: %s\n", t.dir, strerror(-r));
 		tapedir_close(&t);
