@@ -160,8 +160,7 @@ static struct source *source_slot(const struct sockaddr_in *from)
 	for (unsigned i = 0; i < SOURCES; i++) {
 		struct source *x = &g.src[i];
 
-		if (x->n && x->addr.sin_addr.s_addr == from->sin_addr.s_addr &&
-		    x->addr.sin_port == from->sin_port)
+		if (x->n && net_addr_same(&x->addr, from))
 			return x;
 		if (x->n < min->n)
 			min = x;

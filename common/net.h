@@ -12,6 +12,12 @@
 
 /* "host:port" or "port" (host 0.0.0.0); host is a dotted quad or a name. */
 int net_parse_addr(const char *text, struct sockaddr_in *out);
+
+/* 1 when a and b are the same IPv4 address and port. */
+static inline int net_addr_same(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
 /* "a.b.c.d:port" into out (at least 22 bytes). */
 void net_format_addr(const struct sockaddr_in *a, char *out, size_t cap);
 

@@ -211,8 +211,7 @@ static int parts_check(const struct gw_config *cfg, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		for (unsigned q = 0; q < p; q++) {
-			if (group[q].sin_addr.s_addr == group[p].sin_addr.s_addr &&
-			    group[q].sin_port == group[p].sin_port) {
+			if (net_addr_same(&group[q], &group[p])) {
 				snprintf(err, errlen,
 					 "[%s] exec_group: %s is partition %u's as well", sn,
 					 c->exec_group, q);

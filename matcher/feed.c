@@ -324,7 +324,7 @@ static int listen_batch(struct matcher_feed *f, int k, uint64_t now)
 		const struct sockaddr_in *a = &f->lrx.addrs[i];
 		struct mold_packet p;
 
-		if (a->sin_addr.s_addr == f->self.sin_addr.s_addr && a->sin_port == f->self.sin_port)
+		if (net_addr_same(a, &f->self))
 			continue; /* our own, looped back */
 		if (mold_parse(net_batch_slot(&f->lrx, (unsigned)i), f->lrx.lens[i], NULL, 0, &p) < 0) {
 			f->st.foreign_malformed++;

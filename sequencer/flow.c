@@ -27,8 +27,7 @@ static struct log_ratelimit rl_flow = LOG_RATELIMIT_INIT(1, 5);
 static struct seq_flow_rcv *flow_find(struct seq_flow *f, const struct sockaddr_in *from)
 {
 	for (unsigned i = 0; i < f->n; i++)
-		if (f->r[i].addr.sin_addr.s_addr == from->sin_addr.s_addr &&
-		    f->r[i].addr.sin_port == from->sin_port)
+		if (net_addr_same(&f->r[i].addr, from))
 			return &f->r[i];
 	if (f->n == SEQ_FLOW_RECEIVERS)
 		return NULL;

@@ -411,7 +411,7 @@ static int raft_from_member(struct sequencer *s, const struct raft_msg *m,
 	const struct sockaddr_in *p = &s->peers[m->from];
 	char a[32], want[32];
 
-	if (p->sin_addr.s_addr == from->sin_addr.s_addr && p->sin_port == from->sin_port)
+	if (net_addr_same(p, from))
 		return 1;
 	s->st.raft_not_member++;
 	net_format_addr(from, a, sizeof(a));

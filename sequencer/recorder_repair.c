@@ -20,8 +20,7 @@
 
 static int is_group(const struct recorder *r, const struct sockaddr_in *to)
 {
-	return r->rep_fd >= 0 && to->sin_addr.s_addr == r->rep_group.sin_addr.s_addr &&
-	       to->sin_port == r->rep_group.sin_port;
+	return r->rep_fd >= 0 && net_addr_same(to, &r->rep_group);
 }
 
 /* Sends the journal's events [lo, hi] to `to` (the repair group: counted,
@@ -62,8 +61,7 @@ void rec_owe(struct recorder *r, uint64_t lo, uint64_t hi, const struct sockaddr
 	for (unsigned i = 0; i < r->n_pending; i++) {
 		const struct rec_range *p = &r->pending[i];
 
-		if (p->lo <= lo && hi <= p->hi && p->to.sin_addr.s_addr == to->sin_addr.s_addr &&
-		    p->to.sin_port == to->sin_port)
+		if (p->lo <= lo && hi <= p->hi && net_addr_same(&p->to, to))
 			return;
 	}
 	if (r->n_pending == REC_RANGES)
@@ -106,7 +104,7 @@ static void repair_request(struct recorder *r, const uint8_t *buf, size_t len,
 	struct mold_request q;
 	uint64_t lo, hi;
 
-	if (from->sin_port == r->own.sin_port && from->sin_addr.s_addr == r->own.sin_addr.s_addr)
+	if (net_addr_same(from, &r->own))
 		return; /* our own, back by multicast loop (a port alone: another host may share it) */
 	if (tapeday_parse_request(&r->days, buf, len, &q) < 0 || q.count == 0) {
 		r->st.tape_malformed++;
