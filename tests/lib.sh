@@ -13,7 +13,11 @@ CTL=$top_builddir/lockstepctl
 REPLAY=$top_builddir/lockstep-replay
 BENCH=$top_builddir/lockstep-bench
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail MESSAGE: the test fails; MESSAGE is said again after the logs a
+# cleanup dumps, so that the end of a failed test's log (all CI shows of
+# it) names what failed.
+FAIL_MSG=
+fail() { FAIL_MSG=$*; echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 info() { echo "info: $*"; }
 
@@ -68,6 +72,7 @@ dump_logs() {
 		echo "----- $f (last $n lines)" >&2
 		tail -n "$n" "$f" >&2
 	done
+	[ -z "$FAIL_MSG" ] || echo "FAIL (again, after the logs): $FAIL_MSG" >&2
 }
 
 # try_for SECONDS COMMAND...: until COMMAND succeeds (0), or 1 after SECONDS
@@ -146,7 +151,7 @@ cluster_cleanup() {
 	[ -n "${T:-}" ] || return
 	"$CLUSTER" down --dir "$T" >/dev/null 2>&1 || true
 	if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-		dump_logs 30 "$T"/*.log
+		dump_logs 30 "$T"/*.log "$T"/bench*.out
 	fi
 	rm -rf "$T"
 	exit $rc
