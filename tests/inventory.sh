@@ -9,6 +9,7 @@
 # down leaves nothing in /etc/netns.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench lockstep-recorder lockstep-replay
+! asan_build || skip "the sanitizer build: what this checks is ops/cluster's rendering, the plain build's (the daemons run on the netlab under ASan in netlab_loss.sh)"
 [ "$(id -u)" -eq 0 ] || skip "a netlab needs root"
 why=$("$NETLAB" check 2>&1) || skip "no netlab on this machine: ${why:-netlab check failed}"
 L=lsi$$

@@ -8,6 +8,7 @@
 # one carries the expert error it should (severity error, group
 # malformed).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+! asan_build || skip "the sanitizer build: this runs tshark on a written capture, none of lockstep's programs"
 command -v tshark >/dev/null || skip "no tshark"
 command -v python3 >/dev/null || skip "no python3"
 tshark -v 2>/dev/null | grep -q 'with Lua' || skip "tshark without Lua"

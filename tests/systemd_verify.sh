@@ -8,6 +8,7 @@
 
 command -v systemd-analyze >/dev/null || skip "no systemd-analyze (apt-get install systemd)"
 need_built lockstep-sequencer lockstep-gateway lockstep-matcher lockstepctl
+! asan_build || skip "the sanitizer build: the unit files are the plain build's"
 
 [ -e "$top_srcdir/ops/systemd/lockstep.target" ] || fail "no $top_srcdir/ops/systemd/ (not distributed?)"
 use_tmpdir lockstep-sdverify

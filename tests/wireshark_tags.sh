@@ -16,6 +16,7 @@
 # tests/feed.sh decodes.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
+! asan_build || skip "the sanitizer build: what this checks is the wire format, the plain build's (the daemons' loss and failover paths run under ASan in netlab_loss.sh and group_failover.sh)"
 command -v tshark >/dev/null || skip "no tshark"
 [ "$(id -u)" -eq 0 ] || skip "capturing on lo needs root"
 SEQUENCERS=3
