@@ -11,16 +11,16 @@
 # reused). After each: every order answered exactly once, every
 # journal verifies, the journals agree up to the commit, the matchers agree.
 # Fails on any VIOLATION line; prints the failover times measured (info:).
-# Under ASan (several times slower): one kill (the second takes the first's
-# code paths again) and no power cut (tests/power_cut.sh's round 3 cuts a
+# Under ASan (several times slower): one kill and one step-down (the second
+# of each takes the first's code paths again) and no power cut (tests/power_cut.sh's round 3 cuts a
 # majority, the primary among them, under load there).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 use_tmpdir
 trap 'exit 143' TERM INT
 drills=("kill-primary --times 2" "step-down --times 2" hang-primary restart-all "power-cut --majority")
 if asan_build; then
-	drills=("kill-primary --times 1" "step-down --times 2" hang-primary restart-all)
-	echo "info: ASan build: kill-primary once and no power-cut --majority (the plain build's;" \
+	drills=("kill-primary --times 1" "step-down --times 1" hang-primary restart-all)
+	echo "info: ASan build: kill-primary and step-down once, no power-cut --majority (the plain build's;" \
 		"tests/power_cut.sh cuts a majority under ASan)"
 fi
 for d in "${drills[@]}"; do

@@ -2438,8 +2438,10 @@ START_TEST(snapshot_million_orders)
 	size_t bytes = 0;
 	double t0, t1, t2;
 
+	const uint32_t n = 1000000 / R_SHORTER;
+
 	ck_assert_int_eq(engine_create(&e, &cfg), 0);
-	for (uint32_t i = 0; i < 1000000; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		char user[8], token[OUCH_TOKEN_LEN + 1];
 		struct engine_cmd c;
 
@@ -2455,7 +2457,7 @@ START_TEST(snapshot_million_orders)
 		struct engine_stats st;
 
 		engine_get_stats(e, &st);
-		ck_assert_uint_eq(st.orders_open, 1000000);
+		ck_assert_uint_eq(st.orders_open, n);
 	}
 	t0 = now_s(CLOCK_MONOTONIC);
 	ck_assert_int_eq(engine_snapshot_write(e, null_write, &bytes), 0);
@@ -2464,9 +2466,9 @@ START_TEST(snapshot_million_orders)
 	ck_assert_int_eq(engine_create(&f, &cfg), 0);
 	t2 = now_s(CLOCK_MONOTONIC);
 	ck_assert_int_eq(engine_snapshot_read(f, mem_read, &mb), 0);
-	printf("snapshot of 1,000,000 resting orders: %zu bytes, serialized in %.1f ms, "
+	printf("snapshot of %u resting orders: %zu bytes, serialized in %.1f ms, "
 	       "loaded (with verification) in %.1f ms\n",
-	       bytes, (t1 - t0) * 1e3, (now_s(CLOCK_MONOTONIC) - t2) * 1e3);
+	       n, bytes, (t1 - t0) * 1e3, (now_s(CLOCK_MONOTONIC) - t2) * 1e3);
 	ck_assert_uint_eq(engine_hash(f), engine_hash(e));
 	engine_destroy(f);
 	engine_destroy(e);
@@ -2480,7 +2482,7 @@ END_TEST
 START_TEST(snapshot_dead_tokens)
 {
 	struct engine_config cfg = { .symbols = syms, .n_symbols = 2, .max_shares = 1000000,
-				     .max_orders = 1u << 16, .max_tokens = 1u << 21,
+				     .max_orders = 1u << 16, .max_tokens = (1u << 21) / R_SHORTER,
 				     .max_levels = 4096, .max_users = 64 };
 	struct engine *e, *f;
 	struct membuf mb = { 0 };
@@ -2489,7 +2491,7 @@ START_TEST(snapshot_dead_tokens)
 	double t0, t1;
 
 	ck_assert_int_eq(engine_create(&e, &cfg), 0);
-	for (uint32_t i = 0; i < (1u << 21) + 5000; i++) {
+	for (uint32_t i = 0; i < cfg.max_tokens + 5000; i++) {
 		char user[8], token[OUCH_TOKEN_LEN + 1];
 		struct engine_cmd c;
 
