@@ -68,6 +68,9 @@ struct term_run {
 struct journal_async {
 	_Atomic uint64_t want, done;
 	_Atomic int err, stop;
+	/* the thread's: it may be blocked on `go` (the loop signals `go` only
+	 * then: while the thread is syncing it finds the new `want` itself) */
+	_Atomic int idle;
 	int efd, go;
 	pthread_mutex_t mu;
 	int sfd; /* the thread's descriptor of the last segment, under mu */

@@ -4,12 +4,17 @@
  * sequencer's loop cost p99 1.6 ms at 100,000 orders/s).
  *
  * The syncer follows the writer: the loop writes records, then stores how
- * far it wrote (`want`, a seq) and wakes the thread on its eventfd `go`;
- * the thread calls fdatasync on its own duplicate of the last segment's
- * descriptor while `want` is ahead of `done`, back to back, storing `done`
- * and signalling the journal's eventfd `efd` after each, so the next sync
- * starts as soon as the last ends, covering every batch written meanwhile
- * (group commit), with no round trip through the loop. Under INTERVAL
+ * far it wrote (`want`, a seq) and, if the thread is idle, wakes it on its
+ * eventfd `go`; the thread calls fdatasync on its own duplicate of the last
+ * segment's descriptor while `want` is ahead of `done`, back to back,
+ * storing `done` and signalling the journal's eventfd `efd` after each, so
+ * the next sync starts as soon as the last ends, covering every batch
+ * written meanwhile (group commit), with no round trip through the loop.
+ * Under load the thread is nearly always syncing, so the loop's flushes
+ * cost it no system call: `idle` is stored before the thread looks at
+ * `want` a last time and blocks, and `want` before the loop looks at
+ * `idle` (sequentially consistent, so one of the two sees the other's
+ * store and no wakeup is lost). Under INTERVAL
  * journal_tick() moves `want` at most every interval; under DISK every
  * flush does, and journal_poll (or the next flush) takes `done` into the
  * durable seq.
@@ -44,18 +49,27 @@ static void signal_fd(int efd)
 
 /* The thread: woken on `go`, it syncs while the loop wants more than is
  * done, back to back, under mu (so that the loop can change sfd or cut
- * `done` only between two syncs), and signals efd after each. */
+ * `done` only between two syncs), and signals efd after each. It blocks on
+ * `go` again only once idle (see above), or after a failed sync, until the
+ * loop's retry: `idle` is stored before the error, so that the loop, which
+ * retries once it has taken the error, sees it and signals. */
 static void *sync_main(void *arg)
 {
 	struct journal_async *a = arg;
-	uint64_t n, t;
+	int wait = 1;
 
 	for (;;) {
-		if (read(a->go, &n, sizeof(n)) < 0 && errno != EAGAIN && errno != EINTR)
+		uint64_t n, t;
+
+		if (wait && read(a->go, &n, sizeof(n)) < 0 && errno != EAGAIN && errno != EINTR)
 			break;
+		atomic_store(&a->idle, 0);
+		wait = 0;
 		pthread_mutex_lock(&a->mu);
 		while (!atomic_load(&a->stop) && (t = atomic_load(&a->want)) > atomic_load(&a->done)) {
 			if (a->sfd < 0 || fdatasync(a->sfd) < 0) {
+				atomic_store(&a->idle, 1);
+				wait = 1;
 				atomic_store(&a->err, a->sfd < 0 ? -EBADF : -errno);
 				/* the loop hears of it at once (journal_poll), and its
 				 * next journal_sync_start kicks a retry */
@@ -70,6 +84,10 @@ static void *sync_main(void *arg)
 		pthread_mutex_unlock(&a->mu);
 		if (atomic_load(&a->stop))
 			break;
+		if (!wait) { /* idle, unless the loop wanted more meanwhile */
+			atomic_store(&a->idle, 1);
+			wait = atomic_load(&a->want) <= atomic_load(&a->done);
+		}
 	}
 	return NULL;
 }
@@ -88,6 +106,7 @@ int journal_sync_init(struct journal *j)
 	a->go = eventfd(0, EFD_CLOEXEC);
 	if (a->go < 0)
 		return -errno;
+	atomic_store(&a->idle, 1);
 	if (pthread_create(&a->thread, NULL, sync_main, a) == 0)
 		a->started = 1; /* else every sync is inline */
 	return 0;
@@ -152,7 +171,8 @@ static int sync_push(struct journal *j)
 	j->async.retry = 0;
 	if (j->async.started) {
 		atomic_store(&j->async.want, j->written);
-		signal_fd(j->async.go);
+		if (atomic_load(&j->async.idle))
+			signal_fd(j->async.go);
 		j->unsynced = 0;
 		return 0;
 	}
@@ -181,8 +201,10 @@ int journal_poll(struct journal *j)
 
 	if (j->opt.fsync != JOURNAL_FSYNC_DISK || j->opt.read_only)
 		return 0;
-	while (read(j->async.efd, &n, sizeof(n)) > 0) {
-		/* drained: one wakeup takes every end so far */
+	/* one read takes the counter, every end so far (not a second read
+	 * to find it empty: a system call per poll) */
+	if (read(j->async.efd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: nothing new signalled; `done` is read anyway */
 	}
 	if ((r = journal_sync_start(j)) < 0)
 		return r;
