@@ -18,6 +18,7 @@ static inline int net_addr_same(const struct sockaddr_in *a, const struct sockad
 {
 	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
 }
+
 /* "a.b.c.d:port" into out (at least 22 bytes). */
 void net_format_addr(const struct sockaddr_in *a, char *out, size_t cap);
 

@@ -12,8 +12,9 @@
 # journal verifies, the journals agree up to the commit, the matchers agree.
 # Fails on any VIOLATION line; prints the failover times measured (info:).
 # Under ASan (several times slower): one kill and one step-down (the second
-# of each takes the first's code paths again) and no power cut (tests/power_cut.sh's round 3 cuts a
-# majority, the primary among them, under load there).
+# of each takes the first's code paths again) and no power cut
+# (tests/power_cut.sh's round 3 cuts a majority, the primary among them,
+# under load there).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 use_tmpdir
 trap 'exit 143' TERM INT
