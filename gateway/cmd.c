@@ -514,7 +514,6 @@ static int cmd_open(struct gw_cmd *c, uint64_t acked)
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
 	struct net_bufsize rcv;
-	struct journal_report rep;
 	struct sockaddr_in bind_addr;
 	char path[300], why[64];
 	int rc;
@@ -546,21 +545,8 @@ static int cmd_open(struct gw_cmd *c, uint64_t acked)
 		snprintf(path, sizeof(path), "%s/commands-tape%u", g->cfg.node.state_dir, c->k);
 	else
 		snprintf(path, sizeof(path), "%s/commands", g->cfg.node.state_dir);
-	rc = journal_open(&c->j, path, &jo, &rep);
-	if (rc == -EUCLEAN) {
-		char text[1024];
-
-		log_err("%s: %s", path, journal_damage_text(&rep, path, text, sizeof(text)));
+	if ((rc = gw_journal_open(&c->j, path, &jo)) < 0)
 		return rc;
-	}
-	if (rc < 0) {
-		log_err("%s: %s", path, strerror(-rc));
-		return rc;
-	}
-	if (rep.cut_bytes || rep.cut_segments)
-		log_warn("%s: cut %" PRIu64 " bytes, %" PRIu64 " segments at seq %" PRIu64 " (%s)",
-			 path, rep.cut_bytes, rep.cut_segments, rep.bad_seq,
-			 rep.bad_reason ? rep.bad_reason : "?");
 	if (g->n_parts > 1 && journal_last_seq(c->j) && (rc = tokens_rebuild(c, path)) < 0)
 		return rc;
 	c->next = journal_last_seq(c->j) ? journal_last_seq(c->j) + 1 : 1;

@@ -126,6 +126,10 @@ const struct config_key gw_config_keys[] = {
 	GWD(idle_timeout, "15s", "a client silent this long (or not reading) is dropped"),
 	GWD(cmd_heartbeat, "100ms", "command stream heartbeat when idle"),
 	GWD(resend_timeout, "200ms", "commands not seen on the tape by then are resent"),
+	GWD(wal_checkpoint, "250ms",
+	    "fsync = disk: how often the login journals are put on disk and sessions.wal cut"),
+	GWZ(wal_segment, "32MiB", 64ull << 10, 1ull << 30,
+	    "fsync = disk: sessions.wal's segments (whole ones are removed)"),
 	{ "gateway", "retrans_timeout", CONFIG_DURATION, offsetof(struct gw_config, retrans_timeout),
 	  0, "10ms", 1e5, 60e9, NULL,
 	  "wait before asking again for a range still missing (doubles each time)" },
@@ -194,8 +198,8 @@ const struct config_key gw_config_keys[] = {
 	    "UDP receive buffers (SO_RCVBUFFORCE, else capped by rmem_max; 0: kernel default)"),
 	{ "gateway", "fsync", CONFIG_ENUM, offsetof(struct gw_config, fsync), 0, "disk", 0, 0,
 	  fsync_names, "disk: a command leaves for the sequencer, and a message for its client, "
-	  "only once journalled on disk (a power cut loses nothing that left); none: a lab, "
-	  "never synced" },
+	  "only once journalled on disk (the logins' messages in one write-ahead journal, "
+	  "sessions.wal; a power cut loses nothing that left); none: a lab, never synced" },
 	GW_PART(1), GW_PART(2), GW_PART(3), GW_PART(4), GW_PART(5),
 	GW_PART(6), GW_PART(7), GW_PART(8), GW_PART(9), GW_PART(10),
 	GW_PART(11), GW_PART(12), GW_PART(13), GW_PART(14), GW_PART(15),
@@ -261,6 +265,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	gw_cmd_tick(g, now);
 	gw_tape_tick(g, now);
 	gw_exec_disk_retry(g);
+	gw_wal_tick(&g->logins, now);
 	if (now - g->last_persist >= 1.0) {
 		gw_progress_tick(g);
 		g->last_persist = now;
@@ -289,11 +294,12 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(unrouted_symbols), COUNTER(cmd_send_waits), COUNTER(retrans_budget_refused),
 	COUNTER(disk_full), COUNTER(day_events), COUNTER(day_implied), COUNTER(login_timeouts),
 	COUNTER(address_refused), COUNTER(throttle_delayed), COUNTER(throttle_rejected),
-	COUNTER(malformed_rejects), COUNTER(oversize_rejects),
-		COUNTER(login_failures), COUNTER(login_lockouts),
+	COUNTER(malformed_rejects), COUNTER(oversize_rejects), COUNTER(login_failures),
+	COUNTER(login_lockouts),
 	COUNTER(login_locked_out_rejects), COUNTER(login_verify_busy),
 	COUNTER(login_verifications), COUNTER(login_verify_ns), COUNTER(tape_first_a),
 	COUNTER(tape_first_b), COUNTER(exec_first_a), COUNTER(exec_first_b),
+	COUNTER(wal_checkpoints), COUNTER(wal_restored),
 };
 
 _Static_assert(sizeof(stat_defs) / sizeof(stat_defs[0]) ==

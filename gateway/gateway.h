@@ -68,6 +68,8 @@ struct gw_config {
 	uint64_t idle_timeout; /* a silent client is dropped after this */
 	uint64_t cmd_heartbeat; /* command stream heartbeat when idle */
 	uint64_t resend_timeout; /* a command not on the tape by then is resent */
+	uint64_t wal_checkpoint; /* fsync = disk: login journals synced this often (wal.c) */
+	uint64_t wal_segment; /* fsync = disk: sessions.wal's segment size */
 	uint64_t retrans_timeout; /* first back-off of a gap request (then doubled) */
 	uint64_t retrans_timeout_max; /* back-off cap */
 	uint64_t request_delay; /* first request of a gap: random in [0, this] */

@@ -78,6 +78,8 @@ struct gw_reader_ops {
 	void (*end)(void *reader);
 };
 
+#define GW_WAL_MARKS 16 /* a login's flushes waiting for the WAL's sync */
+
 /* A login from the credentials file with its outbound journal (logins.c;
  * the others read it). Never moves nor goes away while the process runs. */
 struct gw_login {
@@ -90,8 +92,17 @@ struct gw_login {
 	/* fsync = disk: records below this are on disk (UINT64_MAX in a mode
 	 * that does not wait for the disk); none goes to the client before */
 	uint64_t durable_next;
-	ev_io sync_io; /* fsync = disk: the journal's background sync ended */
 	struct gw_logins *table;
+	/* fsync = disk (wal.c): records below `next` are on disk once the
+	 * logins' WAL is up to `wal`, oldest first; on the table's wal_wait
+	 * while any are left */
+	struct {
+		uint64_t wal, next;
+	} wal_marks[GW_WAL_MARKS];
+	unsigned wal_head, wal_n;
+	int wal_waiting;
+	struct gw_login *next_wal_wait;
+	uint64_t ckpt_from; /* its records from here on wait for a checkpoint */
 	int jdirty; /* on the table's jdirty: appended to since the last flush */
 	struct gw_login *next_jdirty;
 	const struct gw_reader_ops *rops; /* the attached reader, or NULL */
@@ -107,8 +118,9 @@ struct gw_login {
 	uint64_t throttle_delayed, throttle_rejected;
 };
 
-/* The login table (logins.c only). A new journal is passed to opened()
- * (set by gw_logins_open_journals), which may read it. */
+/* The login table (logins.c, and wal.c for its write-ahead journal). A new
+ * journal is passed to opened() (set by gw_logins_open_journals), which may
+ * read it. */
 struct gw_logins {
 	struct creds creds;
 	struct gw_login **v; /* n, each allocated on its own */
@@ -121,6 +133,24 @@ struct gw_logins {
 	struct gw_stats *st;
 	int (*opened)(void *ctx, struct gw_login *l, struct journal *j, const char *path);
 	void *opened_ctx;
+	/* fsync = disk: the logins' write-ahead journal (wal.c; NULL in the
+	 * other modes), its sync watcher, the logins waiting for it, and the
+	 * checkpoint (a thread's syncs of the login journals written since the
+	 * last) */
+	struct journal *wal;
+	ev_io wal_io;
+	struct gw_login *wal_wait;
+	struct gw_ckpt_item {
+		char name[CREDS_LOGIN_LEN + 1];
+		uint64_t from, upto; /* its journal's records synced: [from, upto) */
+		struct gw_login *l;
+	} *ckpt_items; /* the checkpoint's logins (written since the last) */
+	size_t ckpt_n, ckpt_cap;
+	int ckpt_running;
+	pthread_t ckpt_thread;
+	_Atomic int ckpt_done, ckpt_err;
+	uint64_t ckpt_upto; /* the WAL's last record when the checkpoint began */
+	ev_tstamp ckpt_at; /* when the last one ended */
 };
 
 enum gw_sess_state {
@@ -220,6 +250,9 @@ struct gw_stats {
 	/* A/B (common/abnet.h): datagrams whose copy from network A or B came
 	 * first (brought new blocks), the tape's and the exec streams' summed */
 	uint64_t tape_first_a, tape_first_b, exec_first_a, exec_first_b;
+	/* fsync = disk (wal.c): checkpoints ended (the WAL's older segments
+	 * dropped), and messages the WAL gave back to login journals at start */
+	uint64_t wal_checkpoints, wal_restored;
 };
 
 /* A received MoldUDP64 stream (the tape, an exec stream): its gaps, held
@@ -472,6 +505,9 @@ struct gw {
 
 
 /* logins.c: the login table, below every part that reads a login */
+/* journal_open, with what it found logged (a cut tail: a warning; damage
+ * or a failure: an error). 0 or -errno. */
+int gw_journal_open(struct journal **j, const char *path, const struct journal_options *jo);
 /* Loads [gateway] credentials (none: nobody can log in) into the table.
  * 0 or -errno (logged). */
 int gw_logins_open(struct gw_logins *t, const struct gw_config *cfg, struct gw_stats *st);
@@ -512,6 +548,35 @@ void gw_logins_await(struct gw_logins *t);
  * holds on disk what it held at the mark, without waiting. */
 void gw_logins_mark(struct gw_logins *t);
 int gw_logins_marked_durable(const struct gw_logins *t);
+/* wal.c: the logins' write-ahead journal, under fsync = disk. */
+/* Opens <state_dir>/sessions.wal, gives the login journals (open, not yet
+ * passed to opened()) back what they lost, syncs the state directory's
+ * filesystem and watches the WAL's syncs on loop. 0 or -errno (logged;
+ * -EUCLEAN when a login journal lost what the WAL no longer holds). */
+int gw_wal_open(struct gw_logins *t, struct ev_loop *loop);
+/* A WAL record: u8 length of the login's name (1..CREDS_LOGIN_LEN, letters
+ * and digits), the name, u64 BE SoupBin seq, then the login journal's record
+ * (the u64 BE tag and the message). gw_wal_encode writes one into out
+ * (GW_WAL_RECORD_MAX bytes) and returns its length; gw_wal_parse reads one:
+ * 0, or -EBADMSG when it is not one. */
+#define GW_WAL_RECORD_MAX (1 + CREDS_LOGIN_LEN + 8 + 8 + GW_MAX_EXEC_MSG)
+size_t gw_wal_encode(uint8_t *out, const char *name, uint64_t seq, const uint8_t *rec, size_t len);
+int gw_wal_parse(const uint8_t *p, size_t len, char name[CREDS_LOGIN_LEN + 1], uint64_t *seq,
+		 const uint8_t **rec, size_t *rec_len);
+/* Copies l's record `seq` (rec: the tag and the message) into the WAL. */
+int gw_wal_append(struct gw_logins *t, const struct gw_login *l, uint64_t seq, const uint8_t *rec,
+		  size_t len);
+/* Writes the WAL and starts its sync. 0 or -errno (logged). */
+int gw_wal_flush(struct gw_logins *t);
+/* l's journal was just written up to l->next_seq: it is durable once the
+ * WAL's records written so far are. */
+void gw_wal_flushed(struct gw_logins *t, struct gw_login *l);
+/* Takes a sync that ended; gw_wal_await: blocks until the WAL is on disk. */
+void gw_wal_poll(struct gw_logins *t);
+int gw_wal_await(struct gw_logins *t);
+/* From a timer: starts or ends a checkpoint. */
+void gw_wal_tick(struct gw_logins *t, ev_tstamp now);
+void gw_wal_close(struct gw_logins *t); /* accepts a table without a WAL */
 /* The journals' policy under [gateway] fsync (gateway.c). */
 extern const enum journal_fsync gw_fsync_modes[];
 /* Record seq of l's journal into buf: its length, or -errno. */

@@ -2,7 +2,9 @@
  * with its outbound journal (<state_dir>/sessions/<LOGIN>/) and at most one
  * reader (its logged-in session), and the table's reload. Below the
  * sessions and the exec streams: it calls them only through the reader
- * ops and the opened() hook they register. */
+ * ops and the opened() hook they register. Under fsync = disk the login
+ * journals are not synced themselves: every record is also written to the
+ * logins' one write-ahead journal, which is (wal.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -134,43 +136,11 @@ struct gw_login *gw_login_find(const struct gw_logins *t, const uint8_t *name, s
 
 /* ---- journals ------------------------------------------------------------ */
 
-static void sessions_dir(const struct gw_logins *t, char *out, size_t cap)
+int gw_journal_open(struct journal **j, const char *path, const struct journal_options *jo)
 {
-	snprintf(out, cap, "%s/sessions", t->cfg->node.state_dir);
-}
-
-/* fsync = disk: a login's journal synced more of its records. */
-static void on_login_sync(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct gw_login *l = container_of(w, struct gw_login, sync_io);
-	int rc = journal_poll(l->j);
-
-	(void)loop;
-	(void)revents;
-	if (rc < 0) {
-		/* what was not synced is not given out: the readers wait */
-		l->table->st->journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal fsync: %s", l->cred.login,
-				strerror(-rc));
-		return;
-	}
-	if (rc == 0)
-		return;
-	l->durable_next = journal_durable_seq(l->j) + 1;
-	if (l->rops)
-		l->rops->wake(l->reader);
-}
-
-static int journal_open_login(struct gw_logins *t, struct gw_login *l)
-{
-	struct journal_options jo = { .fsync = gw_fsync_modes[t->cfg->fsync] };
 	struct journal_report rep;
-	char dir[300], path[320];
-	int rc;
+	int rc = journal_open(j, path, jo, &rep);
 
-	sessions_dir(t, dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/%s", dir, l->cred.login);
-	rc = journal_open(&l->j, path, &jo, &rep);
 	if (rc == -EUCLEAN) {
 		char why[1024];
 
@@ -182,15 +152,44 @@ static int journal_open_login(struct gw_logins *t, struct gw_login *l)
 		return rc;
 	}
 	if (rep.cut_bytes || rep.cut_segments)
-		log_warn("%s: cut %" PRIu64 " bytes at seq %" PRIu64 " (%s)", path, rep.cut_bytes,
-			 rep.bad_seq, rep.bad_reason ? rep.bad_reason : "?");
-	l->next_seq = l->flushed_next = journal_last_seq(l->j) + 1;
-	l->durable_next = journal_sync_fd(l->j) >= 0 ? l->next_seq : UINT64_MAX;
+		log_warn("%s: cut %" PRIu64 " bytes, %" PRIu64 " segments at seq %" PRIu64 " (%s)",
+			 path, rep.cut_bytes, rep.cut_segments, rep.bad_seq,
+			 rep.bad_reason ? rep.bad_reason : "?");
+	return 0;
+}
+
+static void sessions_dir(const struct gw_logins *t, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/sessions", t->cfg->node.state_dir);
+}
+
+/* Opens l's journal; under fsync = disk it is written, not synced: the WAL
+ * (wal.c) is. Not yet passed to opened(): login_ready. */
+static int journal_open_login(struct gw_logins *t, struct gw_login *l)
+{
+	enum journal_fsync mode = gw_fsync_modes[t->cfg->fsync];
+	struct journal_options jo = { .fsync = mode == JOURNAL_FSYNC_DISK ? JOURNAL_FSYNC_NONE
+									  : mode };
+	char dir[300], path[320];
+	int rc;
+
+	sessions_dir(t, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, l->cred.login);
+	if ((rc = gw_journal_open(&l->j, path, &jo)) < 0)
+		return rc;
 	l->table = t;
-	if (journal_sync_fd(l->j) >= 0) {
-		ev_io_init(&l->sync_io, on_login_sync, journal_sync_fd(l->j), EV_READ);
-		ev_io_start(t->loop, &l->sync_io);
-	}
+	return 0;
+}
+
+/* l's journal is whole (the WAL gave back what it lost): its positions,
+ * and opened(). Everything it holds is on disk (gw_wal_open synced it). */
+static int login_ready(struct gw_logins *t, struct gw_login *l)
+{
+	char path[320];
+
+	snprintf(path, sizeof(path), "%s/sessions/%s", t->cfg->node.state_dir, l->cred.login);
+	l->next_seq = l->flushed_next = journal_last_seq(l->j) + 1;
+	l->durable_next = t->wal ? l->next_seq : UINT64_MAX;
 	return t->opened ? t->opened(t->opened_ctx, l, l->j, path) : 0;
 }
 
@@ -215,6 +214,13 @@ int gw_logins_open_journals(struct gw_logins *t, struct ev_loop *loop,
 		if (rc < 0)
 			return rc;
 	}
+	if (gw_fsync_modes[t->cfg->fsync] == JOURNAL_FSYNC_DISK && (rc = gw_wal_open(t, loop)) < 0)
+		return rc;
+	for (size_t i = 0; i < t->n; i++) {
+		rc = login_ready(t, t->v[i]);
+		if (rc < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -235,6 +241,11 @@ int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const
 				l->cred.login, l->next_seq, strerror(-rc));
 		return rc;
 	}
+	if (t->wal && (rc = gw_wal_append(t, l, l->next_seq, rec, 8 + len)) < 0) {
+		/* not in the WAL, so not in the login's journal either */
+		journal_truncate_after(l->j, l->next_seq - 1);
+		return rc;
+	}
 	if (l->rops)
 		l->rops->offer(l->reader, l->next_seq, rec + 8, len);
 	l->next_seq++;
@@ -251,6 +262,9 @@ int gw_logins_flush(struct gw_logins *t)
 	struct gw_login *failed = NULL;
 	int err = 0;
 
+	/* the WAL first: a login's records count as written with it */
+	if (t->wal && t->jdirty && (err = gw_wal_flush(t)) < 0)
+		return err;
 	while (t->jdirty) {
 		struct gw_login *l = t->jdirty;
 		int rc = journal_flush(l->j);
@@ -267,12 +281,14 @@ int gw_logins_flush(struct gw_logins *t)
 			continue;
 		}
 		l->flushed_next = l->next_seq;
-		/* a sync that ended meanwhile counts now, not at the eventfd */
-		if (journal_sync_fd(l->j) >= 0 && journal_poll(l->j) > 0)
-			l->durable_next = journal_durable_seq(l->j) + 1;
+		if (t->wal)
+			gw_wal_flushed(t, l);
 		if (l->rops)
 			l->rops->wake(l->reader);
 	}
+	/* a sync that ended meanwhile counts now, not at the eventfd */
+	if (t->wal)
+		gw_wal_poll(t);
 	while (failed) {
 		struct gw_login *l = failed;
 
@@ -307,24 +323,8 @@ void gw_login_detach(struct gw_login *l)
 void gw_logins_await(struct gw_logins *t)
 {
 	gw_logins_flush(t);
-	for (size_t i = 0; i < t->n; i++) {
-		struct gw_login *l = t->v[i];
-		int rc;
-
-		if (!l->j || journal_sync_fd(l->j) < 0)
-			continue;
-		if ((rc = journal_await(l->j, journal_last_seq(l->j))) < 0) {
-			t->st->journal_errors++;
-			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal fsync: %s", l->cred.login,
-					strerror(-rc));
-			continue;
-		}
-		if (journal_durable_seq(l->j) + 1 > l->durable_next) {
-			l->durable_next = journal_durable_seq(l->j) + 1;
-			if (l->rops)
-				l->rops->wake(l->reader);
-		}
-	}
+	if (t->wal)
+		gw_wal_await(t);
 }
 
 void gw_logins_mark(struct gw_logins *t)
@@ -345,9 +345,8 @@ int gw_logins_marked_durable(const struct gw_logins *t)
 void gw_logins_close_journals(struct gw_logins *t)
 {
 	gw_logins_flush(t);
+	gw_wal_close(t);
 	for (size_t i = 0; i < t->n; i++) {
-		if (t->v[i]->j && journal_sync_fd(t->v[i]->j) >= 0)
-			ev_io_stop(t->loop, &t->v[i]->sync_io);
 		journal_close(t->v[i]->j);
 		t->v[i]->j = NULL;
 	}
@@ -382,7 +381,7 @@ static int add_new(struct gw_logins *t, const struct creds *nc, size_t n_new)
 		l = login_new(t, &nc->v[i]);
 		if (!l)
 			return -ENOMEM;
-		if ((rc = journal_open_login(t, l)) < 0) {
+		if ((rc = journal_open_login(t, l)) < 0 || (rc = login_ready(t, l)) < 0) {
 			journal_close(l->j);
 			free(l);
 			log_err("credentials: login %s: journal: %s", nc->v[i].login,

@@ -377,6 +377,42 @@ START_TEST(default_session)
 }
 END_TEST
 
+/* ---- the logins' write-ahead journal's records (gateway/wal.c) ---------- */
+
+START_TEST(wal_record)
+{
+	uint8_t rec[8 + 40], buf[GW_WAL_RECORD_MAX], bad[GW_WAL_RECORD_MAX];
+	char name[CREDS_LOGIN_LEN + 1];
+	const uint8_t *got;
+	size_t len, got_len;
+	uint64_t seq;
+
+	for (size_t i = 0; i < sizeof(rec); i++)
+		rec[i] = (uint8_t)(i * 7);
+	len = gw_wal_encode(buf, "TRADR1", 0x0102030405060708ull, rec, sizeof(rec));
+	ck_assert_uint_eq(len, 1 + 6 + 8 + sizeof(rec));
+	ck_assert_int_eq(gw_wal_parse(buf, len, name, &seq, &got, &got_len), 0);
+	ck_assert_str_eq(name, "TRADR1");
+	ck_assert_uint_eq(seq, 0x0102030405060708ull);
+	ck_assert_uint_eq(got_len, sizeof(rec));
+	ck_assert_mem_eq(got, rec, sizeof(rec));
+	/* cut short anywhere before the record's tag ends: not a record */
+	for (size_t cut = 0; cut < 1 + 6 + 8 + 8; cut++)
+		ck_assert_int_eq(gw_wal_parse(buf, cut, name, &seq, &got, &got_len), -EBADMSG);
+	/* a name of 0 or 7 bytes, or with a byte no login has */
+	memcpy(bad, buf, len);
+	bad[0] = 0;
+	ck_assert_int_eq(gw_wal_parse(bad, len, name, &seq, &got, &got_len), -EBADMSG);
+	bad[0] = CREDS_LOGIN_LEN + 1;
+	ck_assert_int_eq(gw_wal_parse(bad, len, name, &seq, &got, &got_len), -EBADMSG);
+	bad[0] = 6;
+	bad[3] = '/';
+	ck_assert_int_eq(gw_wal_parse(bad, len, name, &seq, &got, &got_len), -EBADMSG);
+	ck_assert_int_eq(gw_wal_parse(buf, GW_WAL_RECORD_MAX + 1, name, &seq, &got, &got_len),
+			 -EBADMSG);
+}
+END_TEST
+
 /* ---- address lists ([gateway] sequencer, tape_retrans) ------------------- */
 
 static void ck_addr(const struct sockaddr_in *a, const char *ip, int port)
@@ -1884,6 +1920,7 @@ static Suite *gateway_suite(void)
 	tcase_add_test(tc, lockout_window_and_success);
 	tcase_add_test(tc, lockout_eviction);
 	tcase_add_test(tc, default_session);
+	tcase_add_test(tc, wal_record);
 	tcase_add_test(tc, addr_list_good);
 	tcase_add_test(tc, addr_list_near);
 	tcase_add_loop_test(tc, addr_list_bad, 0, (int)(sizeof(bad_lists) / sizeof(bad_lists[0])));
