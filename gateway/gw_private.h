@@ -147,6 +147,9 @@ struct gw_logins {
 	} *ckpt_items; /* the checkpoint's logins (written since the last) */
 	size_t ckpt_n, ckpt_cap;
 	int ckpt_running;
+	/* wal_ready: the start ended (the login journals whole and synced);
+	 * wal_broken, ckpt_broken: a sync of the WAL, of a checkpoint, failed */
+	int wal_ready, wal_broken, ckpt_broken;
 	pthread_t ckpt_thread;
 	_Atomic int ckpt_done, ckpt_err;
 	uint64_t ckpt_upto; /* the WAL's last record when the checkpoint began */
@@ -550,8 +553,8 @@ void gw_logins_mark(struct gw_logins *t);
 int gw_logins_marked_durable(const struct gw_logins *t);
 /* wal.c: the logins' write-ahead journal, under fsync = disk. */
 /* Opens <state_dir>/sessions.wal, gives the login journals (open, not yet
- * passed to opened()) back what they lost, syncs the state directory's
- * filesystem and watches the WAL's syncs on loop. 0 or -errno (logged;
+ * passed to opened()) back what they lost, syncs every login journal and
+ * watches the WAL's syncs on loop. 0 or -errno (logged;
  * -EUCLEAN when a login journal lost what the WAL no longer holds). */
 int gw_wal_open(struct gw_logins *t, struct ev_loop *loop);
 /* A WAL record: u8 length of the login's name (1..CREDS_LOGIN_LEN, letters

@@ -243,7 +243,11 @@ int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const
 	}
 	if (t->wal && (rc = gw_wal_append(t, l, l->next_seq, rec, 8 + len)) < 0) {
 		/* not in the WAL, so not in the login's journal either */
-		journal_truncate_after(l->j, l->next_seq - 1);
+		int cut = journal_truncate_after(l->j, l->next_seq - 1);
+
+		if (cut < 0)
+			log_ratelimited(&gw_rl, LOG_LVL_ERR, "%s: journal cut at %" PRIu64 ": %s",
+					l->cred.login, l->next_seq - 1, strerror(-cut));
 		return rc;
 	}
 	if (l->rops)

@@ -66,6 +66,8 @@ static void mark_push(struct gw_logins *t, struct gw_login *l, uint64_t wal, uin
  * durable_next moves past the marks it covers, and its reader is woken. */
 static void advance(struct gw_logins *t)
 {
+	if (t->wal_broken)
+		return;
 	uint64_t d = journal_durable_seq(t->wal);
 	struct gw_login **pp = &t->wal_wait;
 
@@ -90,6 +92,19 @@ static void advance(struct gw_logins *t)
 	}
 }
 
+/* A sync of the WAL failed: the pages it covered may be gone from the page
+ * cache as well as from the disk, so a later sync that succeeds proves
+ * nothing about them. No message is released again in this run (the
+ * readers wait; a restart replays what the WAL holds on disk). */
+static void wal_broke(struct gw_logins *t, int rc)
+{
+	t->st->journal_errors++;
+	if (!t->wal_broken)
+		log_err("sessions.wal: fsync: %s: no message leaves for a client until a restart",
+			strerror(-rc));
+	t->wal_broken = 1;
+}
+
 static void on_wal_sync(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct gw_logins *t = w->data;
@@ -97,13 +112,9 @@ static void on_wal_sync(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (rc < 0) {
-		/* what was not synced is not given out: the readers wait */
-		t->st->journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "sessions.wal: fsync: %s", strerror(-rc));
-		return;
-	}
-	if (rc > 0)
+	if (rc < 0)
+		wal_broke(t, rc);
+	else if (rc > 0)
 		advance(t);
 }
 
@@ -146,7 +157,11 @@ void gw_wal_flushed(struct gw_logins *t, struct gw_login *l)
 
 void gw_wal_poll(struct gw_logins *t)
 {
-	if (journal_poll(t->wal) > 0)
+	int rc = journal_poll(t->wal);
+
+	if (rc < 0)
+		wal_broke(t, rc);
+	else if (rc > 0)
 		advance(t);
 }
 
@@ -156,13 +171,11 @@ int gw_wal_await(struct gw_logins *t)
 	int rc = last ? journal_await(t->wal, last) : 0;
 
 	if (rc < 0) {
-		t->st->journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "sessions.wal: fsync: %s", strerror(-rc));
+		wal_broke(t, rc);
 		return rc;
 	}
-	journal_poll(t->wal);
-	advance(t);
-	return 0;
+	gw_wal_poll(t);
+	return t->wal_broken ? -EIO : 0;
 }
 
 /* ---- checkpoints --------------------------------------------------------- */
@@ -285,9 +298,12 @@ static int ckpt_collect(struct gw_logins *t)
 static void ckpt_end(struct gw_logins *t, int rc)
 {
 	if (rc < 0) {
+		/* as with the WAL's: a later sync's success would prove nothing
+		 * about the pages this one lost, so the WAL keeps all */
 		t->st->journal_errors++;
-		log_ratelimited(&gw_rl, LOG_LVL_ERR, "sessions: checkpoint: %s (the WAL keeps all)",
-				strerror(-rc));
+		log_err("sessions: checkpoint: %s: sessions.wal is not cut again until a restart",
+			strerror(-rc));
+		t->ckpt_broken = 1;
 		return;
 	}
 	for (size_t i = 0; i < t->ckpt_n; i++)
@@ -313,7 +329,7 @@ void gw_wal_tick(struct gw_logins *t, ev_tstamp now)
 	}
 	/* [gateway] wal_checkpoint: each writes what the login journals took
 	 * since the last, a small burst for the disk rather than a large one */
-	if (now - t->ckpt_at < (ev_tstamp)t->cfg->wal_checkpoint / 1e9 ||
+	if (t->ckpt_broken || now - t->ckpt_at < (ev_tstamp)t->cfg->wal_checkpoint / 1e9 ||
 	    journal_last_seq(t->wal) <= t->ckpt_upto || ckpt_collect(t) < 0)
 		return;
 	atomic_store(&t->ckpt_done, 0);
@@ -450,6 +466,7 @@ int gw_wal_open(struct gw_logins *t, struct ev_loop *loop)
 	}
 	for (size_t i = 0; i < t->n; i++)
 		t->v[i]->ckpt_from = journal_last_seq(t->v[i]->j) + 1;
+	t->wal_ready = 1;
 	ev_io_init(&t->wal_io, on_wal_sync, journal_sync_fd(t->wal), EV_READ);
 	t->wal_io.data = t;
 	ev_io_start(loop, &t->wal_io);
@@ -464,8 +481,10 @@ void gw_wal_close(struct gw_logins *t)
 		pthread_join(t->ckpt_thread, NULL);
 		t->ckpt_running = 0;
 	}
-	/* a last checkpoint, so that the next start replays little */
-	if (gw_wal_await(t) == 0 && ckpt_collect(t) == 0)
+	/* a last checkpoint, so that the next start replays little; none
+	 * after a start that did not end (the login journals may lack what
+	 * the WAL holds: it is their only copy) or a failed sync */
+	if (t->wal_ready && !t->ckpt_broken && gw_wal_await(t) == 0 && ckpt_collect(t) == 0)
 		ckpt_end(t, ckpt_run(t));
 	ev_io_stop(t->loop, &t->wal_io);
 	journal_close(t->wal);
