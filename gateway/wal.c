@@ -45,16 +45,11 @@ static struct log_ratelimit gw_rl = LOG_RATELIMIT_INIT(1, 20); /* this file's wa
  * the later sync). */
 static void mark_push(struct gw_logins *t, struct gw_login *l, uint64_t wal, uint64_t next)
 {
-	if (l->wal_n == GW_WAL_MARKS) {
-		unsigned last = (l->wal_head + GW_WAL_MARKS - 1) % GW_WAL_MARKS;
+	unsigned i = l->wal_n == GW_WAL_MARKS ? (l->wal_head + GW_WAL_MARKS - 1) % GW_WAL_MARKS
+					       : (l->wal_head + l->wal_n++) % GW_WAL_MARKS;
 
-		l->wal_marks[last].wal = wal;
-		l->wal_marks[last].next = next;
-		return;
-	}
-	l->wal_marks[(l->wal_head + l->wal_n) % GW_WAL_MARKS].wal = wal;
-	l->wal_marks[(l->wal_head + l->wal_n) % GW_WAL_MARKS].next = next;
-	l->wal_n++;
+	l->wal_marks[i].wal = wal;
+	l->wal_marks[i].next = next;
 	if (!l->wal_waiting) {
 		l->wal_waiting = 1;
 		l->next_wal_wait = t->wal_wait;
