@@ -1,6 +1,7 @@
-/* lockstep-bench: the CPU time of the daemons (from --pids or the NODE.pid
- * files of --cluster) and of the bench itself, sampled at the start and the
- * end of the measurement: /proc/PID/stat's utime + stime (in 1/CLK_TCK
+/* lockstep-bench: the CPU time and the minor page faults of the daemons
+ * (from --pids or the NODE.pid files of --cluster) and the CPU time of the
+ * bench itself, sampled at the start and the end of the measurement:
+ * /proc/PID/stat's minflt, and utime + stime (in 1/CLK_TCK
  * ticks, 10 ms) and, for a single-threaded process, /proc/PID/schedstat's
  * time on a CPU (in ns), which is the finer and is used when it was read at
  * both ends. */
@@ -34,21 +35,23 @@ static int proc_read(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-/* pid's user + system seconds (/proc/PID/stat) and its threads; -1 when
- * it cannot be read (the process is gone). */
-static double proc_cpu(pid_t pid, long *threads)
+/* pid's user + system seconds (/proc/PID/stat), its threads and its minor
+ * page faults; -1 when it cannot be read (the process is gone). */
+static double proc_cpu(pid_t pid, long *threads, uint64_t *minflt)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long ut = 0, st = 0;
+	unsigned long long ut = 0, st = 0, mf = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	if (proc_read(path, buf, sizeof(buf)) < 0)
 		return -1;
-	/* after "pid (comm) ": state is field 3, utime 14, stime 15, num_threads 20 */
+	/* after "pid (comm) ": state is field 3, minflt 10, utime 14, stime 15,
+	 * num_threads 20 */
 	if (!(p = strrchr(buf, ')')) ||
-	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %ld",
-		   &ut, &st, threads) != 3)
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %*u %*u %llu %llu %*d %*d %*d %*d %ld",
+		   &mf, &ut, &st, threads) != 4)
 		return -1;
+	*minflt = mf;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -135,7 +138,8 @@ void procs_sample(int end)
 	for (unsigned i = 0; i < n_procs; i++) {
 		struct proc *p = &procs[i];
 		long threads = 0;
-		double c = proc_cpu(p->pid, &threads);
+		uint64_t mf = 0;
+		double c = proc_cpu(p->pid, &threads, &mf);
 		uint64_t ns = threads == 1 ? proc_on_cpu(p->pid) : 0;
 
 		if (c < 0) {
@@ -145,10 +149,12 @@ void procs_sample(int end)
 		if (end) {
 			p->cpu1 = c;
 			p->on_cpu1 = ns;
+			p->minflt1 = mf;
 			p->fine = p->fine && ns >= p->on_cpu0;
 		} else {
 			p->cpu0 = c;
 			p->on_cpu0 = ns;
+			p->minflt0 = mf;
 			p->fine = ns > 0;
 		}
 	}
@@ -161,6 +167,11 @@ double procs_cpu_ns(const struct proc *p)
 	if (p->fine)
 		return (double)(p->on_cpu1 - p->on_cpu0);
 	return (p->cpu1 - p->cpu0) * 1e9;
+}
+
+uint64_t procs_minflt(const struct proc *p)
+{
+	return p->gone || p->minflt1 < p->minflt0 ? 0 : p->minflt1 - p->minflt0;
 }
 
 double procs_self_cpu(void)

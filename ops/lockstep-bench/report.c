@@ -167,6 +167,11 @@ static void text_cpu_per_order(void)
 		printf(" (target %s)", thousands(CPU_NS_PER_ORDER_TARGET, b));
 	printf(" over the %s orders sent after the warm-up (Enter+Cancel+Replace)\n",
 	       thousands(n, a));
+	printf("faults:     ");
+	for (unsigned i = 0; i < n_procs; i++)
+		if (!procs[i].gone)
+			printf(" %s %llu", procs[i].name, (unsigned long long)procs_minflt(&procs[i]));
+	printf(" minor page faults over the measurement (memory touched for the first time)\n");
 }
 
 void report_text(const struct load *l, const struct load_figures *f)
@@ -244,6 +249,14 @@ static void json_cpu_per_order(FILE *f)
 	}
 	if (counts.measured_sent && n_procs)
 		fprintf(f, "\"total\": %.0f", total / n);
+	fprintf(f, "},\n \"page_faults\": {");
+	for (unsigned i = 0, first = 1; i < n_procs; i++) {
+		if (procs[i].gone)
+			continue;
+		fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", procs[i].name,
+			(unsigned long long)procs_minflt(&procs[i]));
+		first = 0;
+	}
 	fprintf(f, "},\n ");
 }
 
