@@ -74,7 +74,10 @@ requests=$(count "$only && ($rq)")
 bad=$(count "$only && (_ws.malformed || _ws.expert.severity >= error)")
 untagged=$(count "$only && !(udp.payload[-22:3] == 00:14:a5)")
 info "$all MoldUDP64 datagrams ($data with messages, $requests to retransmission servers); $bad malformed, $untagged without a trailer"
-[ "$all" -ge 1000 ] || fail "only $all MoldUDP64 datagrams captured"
+# (how many: the orders a datagram carries follow the journals' sync time:
+# 675-843 in three runs of one hour on this machine, 1,231-2,281 in
+# another: enough is several hundred)
+[ "$all" -ge 500 ] || fail "only $all MoldUDP64 datagrams captured"
 [ "$requests" -ge 1 ] || fail "no retransmission request captured (the loss did not happen?)"
 if [ "$bad" -ne 0 ]; then
 	tshark -r "$T/cap.pcap" -n "${decode[@]}" -Y "$only && (_ws.malformed || _ws.expert.severity >= error)" 2>/dev/null | head -5
