@@ -7,11 +7,12 @@
 # first time, not time, so the machine's load does not move it: a ring
 # left to fault in on its first pass shows at once (the feed's ring of
 # ITCH messages did: 296 faults a matcher over this run, one each 64
-# messages, against 0 since). Under ASan, whose allocator and shadow
-# memory fault on their own schedule, the figures are reported, not
-# asserted.
+# messages, against 0 since). Skipped under ASan, whose allocator and
+# shadow memory fault on their own schedule (measured there: gw-1 239,
+# matchers 0, seq-1 2), to keep ops/check's time.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
+! asan_build || skip "the sanitizer build: ASan's allocator faults on its own schedule; what this checks is the plain build's memory"
 
 cluster_up
 
@@ -25,15 +26,14 @@ bench() {
 bench 1000 5000 warmup
 bench 6667 10000 load
 grep '^faults:' "$T/load.out" | sed 's/^/info: /'
-python3 - "$T/load.json" "$(asan_build && echo asan || echo plain)" <<'PY' || fail "page faults on a hot path: $(grep '^faults:' "$T/load.out")"
+python3 - "$T/load.json" <<'PY' || fail "page faults on a hot path: $(grep '^faults:' "$T/load.out")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["unanswered"] == 0 and sum(d["sent"].values()) == 20001, d["sent"]
 f = d["page_faults"]
 daemons = {"gw-1", "seq-1", "matcher-1", "matcher-2"}
 assert set(f) >= daemons, f
-if sys.argv[2] == "plain":
-    over = {n: f[n] for n in daemons if f[n] >= 150}
-    assert not over, over
+over = {n: f[n] for n in daemons if f[n] >= 150}
+assert not over, over
 PY
 echo "ok: 20,001 orders through a warmed cluster, minor page faults: $(grep '^faults:' "$T/load.out" | sed 's/^faults: *//; s/ minor page.*//')"
