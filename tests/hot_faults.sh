@@ -14,6 +14,7 @@
 need_built lockstep-bench
 ! asan_build || skip "the sanitizer build: ASan's allocator faults on its own schedule; what this checks is the plain build's memory"
 
+unset LOCKSTEP_CLUSTER_SET # the default pools, not the tests' smaller ones (tests/lib.sh)
 cluster_up
 
 # bench ORDERS_PER_SESSION RATE OUT: 3 sessions through gw-1, every order

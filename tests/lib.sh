@@ -6,6 +6,15 @@ set -euo pipefail
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/_build/check}
 export LOCKSTEP_BIN=$top_builddir
+# Every test cluster's matchers (ops/cluster up, ops/drill, ops/scale) with
+# pools an eighth of the defaults, 108 MB a matcher instead of 556: a matcher
+# zeroes all of its pools as it starts (common/prealloc.h), 0.1 s of CPU
+# on a quiet machine and about 1 s beside other tests (huge pages compacted
+# for it, or 4 KiB faults), while no test rests or remembers more than a
+# small part of 131,072 orders. A test of the defaults unsets it
+# (tests/hot_faults.sh).
+export LOCKSTEP_CLUSTER_SET=${LOCKSTEP_CLUSTER_SET-"matcher.max_orders=131072 \
+matcher.max_tokens=524288 matcher.ring=131072 feed.ring=131072"}
 CLUSTER=$top_srcdir/ops/cluster
 CLIENT=$top_builddir/lockstep-client
 CTL=$top_builddir/lockstepctl
@@ -181,29 +190,33 @@ client() {
 
 # node_ctl NODE COMMAND...: lockstepctl COMMAND to the node NODE of $T.
 node_ctl() { "$CTL" --socket "$T/$1/$1.ctl" "${@:2}"; }
+# poll_ctl NODE COMMAND...: node_ctl for the readings below, which tests
+# poll: without LeakSanitizer's scan at exit under ASan (no_leak_scan in
+# ops/lib/common.sh).
+poll_ctl() { ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$CTL" --socket "$T/$1/$1.ctl" "${@:2}"; }
 
 # status_field NODE FIELD: one field of a node's status (JSON).
 status_field() {
-	node_ctl "$1" status --json |
+	poll_ctl "$1" status --json |
 		python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 # status_get NODE KEY: one scalar of NODE's status ("" when it does not
 # answer); sed, not status_field's python, which a loaded machine starts
 # slowly.
 status_get() {
-	{ node_ctl "$1" status --json 2>/dev/null || true; } |
+	{ poll_ctl "$1" status --json 2>/dev/null || true; } |
 		sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\).*/\1/p"
 }
 
 # stat_get NODE NAME: one counter of NODE's STATS ("" when it has none).
-stat_get() { node_ctl "$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
+stat_get() { poll_ctl "$1" stats | awk -v k="$2" '$1 == k { print $2 }'; }
 
 # seq_hash_state NODE: "SEQ HASH STATE" of a matcher from one STATUS, so
 # that the three belong together (the tape moves on while a test reads:
 # time events on an idle tape, [sequencer] time_event).
 seq_hash_state() {
 	local j
-	j=$(node_ctl "$1" status --json 2>/dev/null || true)
+	j=$(poll_ctl "$1" status --json 2>/dev/null || true)
 	printf '%s %s %s\n' "$(sed -n 's/.*"seq": \([0-9]*\).*/\1/p' <<<"$j")" \
 		"$(sed -n 's/.*"hash": "\{0,1\}\([^,"}]*\).*/\1/p' <<<"$j")" \
 		"$(sed -n 's/.*"state": "\([^"]*\)".*/\1/p' <<<"$j")"
@@ -215,7 +228,7 @@ seq_hash_states() {
 	local d n i=0 p pids=()
 	d=$(mktemp -d "$T/states.XXXXXX")
 	for n in "$@"; do
-		node_ctl "$n" status --json >"$d/$i" 2>/dev/null &
+		poll_ctl "$n" status --json >"$d/$i" 2>/dev/null &
 		pids+=($!)
 		i=$((i + 1))
 	done
@@ -421,9 +434,9 @@ PY
 }
 
 # ctl_seq NODE: the node's seq (cheaper than status_field, for polling).
-ctl_seq() { node_ctl "$1" status 2>/dev/null | sed -n 's/.* seq=\([0-9]*\).*/\1/p'; }
+ctl_seq() { poll_ctl "$1" status 2>/dev/null | sed -n 's/.* seq=\([0-9]*\).*/\1/p'; }
 # ctl_counter NODE NAME: one of the node's counters.
-ctl_counter() { node_ctl "$1" stats 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
+ctl_counter() { poll_ctl "$1" stats 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'; }
 # ms_now: monotonic-enough milliseconds for reporting (never asserted).
 ms_now() { echo $(($(date +%s%N) / 1000000)); }
 

@@ -100,7 +100,8 @@ echo "info: 5% loss everywhere: $sequenced commands at seq $SEQ (hash $HASH) in 
 # for 10 blocks from 5 before the oldest it holds with a heartbeat whose seq
 # is that oldest block, followed by the 5 blocks it does hold.
 "$CLUSTER" kill matcher-1 --dir "$T" >/dev/null
-sed -i 's/^\[matcher\]$/[matcher]\nring = 1024/' "$T/matcher-1.conf"
+sed -i '/^\[matcher\]$/,/^\[/{/^ring = /d}; s/^\[matcher\]$/[matcher]\nring = 1024/' "$T/matcher-1.conf"
+grep -c '^ring = 1024$' "$T/matcher-1.conf" | grep -qx 1 || fail "matcher-1.conf: no ring of 1024"
 "$CLUSTER" start matcher-1 --dir "$T" >/dev/null
 wait_agree 30
 oldest=$(($(ctl_counter matcher-1 exec_blocks) + 1 - 1024))

@@ -38,6 +38,14 @@ bindir() {
 }
 die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
+# no_leak_scan COMMAND...: COMMAND (a lockstepctl status or stats of a poll,
+# asked again and again until something holds) without LeakSanitizer's scan
+# at its exit, where the binaries are built with AddressSanitizer (ops/check's
+# second build): the scan costs about 80 ms of CPU a call there, four times
+# the rest of the call, and polls are most of a test run's lockstepctl
+# calls. The same requests made once, outside a poll, keep the scan.
+no_leak_scan() { ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$@"; }
+
 # Installs what is missing (as root, with apt-get), or says what to install.
 ensure_packages() {
 	local missing=() p
