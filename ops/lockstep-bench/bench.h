@@ -49,6 +49,7 @@ struct bench_options {
 	const char *risk_file; /* --risk-file: the matcher component's [matcher] risk_file */
 	uint64_t events, resting;
 	uint32_t max_user_tokens; /* --max-user-tokens: the matcher component's */
+	uint32_t max_tokens; /* --max-tokens: the matcher component's (0: never full) */
 	unsigned batch, streams, datagram;
 	int auth_off; /* --auth off: the sequencer component untagged */
 	char fsync[16]; /* --fsync: the sequencer component's [sequencer] fsync ("": disk) */

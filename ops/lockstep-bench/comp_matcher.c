@@ -261,23 +261,26 @@ static void comp_matcher_report(struct engine *e, const struct tape_mem *t,
 	       (unsigned long long)applied, secs, (double)t->events / secs,
 	       (double)ns / (double)t->events);
 	printf("matcher: %llu outbound messages (%.0f/s); accepted %llu, replaced %llu, canceled %llu, "
-	       "cancel rejects %llu, rejects %llu, matches %llu, open orders %llu; hash %016llx\n",
+	       "cancel rejects %llu, rejects %llu, matches %llu, open orders %llu, tokens forgotten "
+	       "%llu; hash %016llx\n",
 	       (unsigned long long)em->messages, (double)em->messages / secs,
 	       (unsigned long long)es.accepted, (unsigned long long)es.replaced,
 	       (unsigned long long)es.canceled, (unsigned long long)es.cancel_rejects,
 	       (unsigned long long)es.rejects, (unsigned long long)es.matches,
-	       (unsigned long long)es.orders_open, (unsigned long long)engine_hash(e));
+	       (unsigned long long)es.orders_open, (unsigned long long)es.tokens_forgotten,
+	       (unsigned long long)engine_hash(e));
 	if (!opt.json || !(f = fopen(opt.json, "w")))
 		return;
 	fprintf(f,
 		"{\"component\": \"matcher\", \"events\": %llu, \"resting\": %llu, "
 		"\"seconds\": %.4f, "
 		"\"events_per_s\": %.0f, \"ns_per_event\": %.1f, \"messages\": %llu, "
-		"\"matches\": %llu, \"hash\": \"%016llx\"}\n",
+		"\"matches\": %llu, \"tokens_forgotten\": %llu, \"hash\": \"%016llx\"}\n",
 		(unsigned long long)t->events, (unsigned long long)opt.resting, secs,
 		(double)t->events / secs, (double)ns / (double)t->events,
 		(unsigned long long)em->messages,
-		(unsigned long long)es.matches, (unsigned long long)engine_hash(e));
+		(unsigned long long)es.matches, (unsigned long long)es.tokens_forgotten,
+		(unsigned long long)engine_hash(e));
 	fclose(f);
 }
 
@@ -335,6 +338,14 @@ int comp_matcher_run(void)
 		ec.max_tokens = (uint32_t)(t.events + opt.resting + t.events / 2 > (1u << 30)
 						   ? 1u << 30
 						   : t.events + opt.resting + t.events / 2);
+	if (opt.max_tokens) {
+		if (opt.max_tokens <= ec.max_orders) {
+			fprintf(stderr, PROG ": --max-tokens: above %u (the open orders) please\n",
+				ec.max_orders);
+			return 1;
+		}
+		ec.max_tokens = opt.max_tokens;
+	}
 	if ((r = risk_file_load(opt.risk_file, &risk, &ec.n_risk, err, sizeof(err))) < 0) {
 		fprintf(stderr, PROG ": --risk-file: %s\n", err);
 		return 1;

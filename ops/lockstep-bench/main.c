@@ -124,7 +124,10 @@ static void usage(FILE *f)
 	      "                           market (default 0: the cost per event of a deep book),\n"
 	      "                           with --risk-file FILE's pre-trade limits (the\n"
 	      "                           matcher's risk_file: every order checked) and\n"
-	      "                           --max-user-tokens N (the matcher's; default 0: off)\n"
+	      "                           --max-user-tokens N (the matcher's; default 0: off);\n"
+	      "                           --max-tokens N: a token table of N (the matcher's\n"
+	      "                           max_tokens, above 1048576), full once N tokens were\n"
+	      "                           seen: the cost of forgetting (default: never full)\n"
 	      "  sequencer                libsequencer in a thread fed by --streams K synthetic\n"
 	      "                           gateway streams of --batch B commands per datagram of\n"
 	      "                           --datagram BYTES (default: as many as fit in 1472)\n"
@@ -144,7 +147,7 @@ static void usage(FILE *f)
 enum {
 	O_MAX = 256, O_DURATION, O_WARMUP, O_MIX, O_DEPTH, O_CLUSTER, O_PIDS, O_BASELINE, O_SPIN,
 	O_PNG, O_COMPONENT, O_JOURNAL, O_EVENTS, O_RESTING,
-	O_MAX_USER_TOKENS, O_RISK_FILE, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
+	O_MAX_USER_TOKENS, O_MAX_TOKENS, O_RISK_FILE, O_BATCH, O_STREAMS, O_DATAGRAM, O_RELAY, O_TO,
 	O_ECHO, O_AUTH, O_FSYNC, O_FLOOD, O_BOOK_OUT,
 };
 
@@ -169,6 +172,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		{ "events", required_argument, NULL, O_EVENTS },
 		{ "resting", required_argument, NULL, O_RESTING },
 		{ "max-user-tokens", required_argument, NULL, O_MAX_USER_TOKENS },
+		{ "max-tokens", required_argument, NULL, O_MAX_TOKENS },
 		{ "risk-file", required_argument, NULL, O_RISK_FILE },
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "streams", required_argument, NULL, O_STREAMS },
@@ -220,6 +224,7 @@ static int parse_options(int argc, char **argv, struct modes *m)
 		case O_EVENTS: opt.events = strtoull(optarg, NULL, 10); break;
 		case O_RESTING: opt.resting = strtoull(optarg, NULL, 10); break;
 		case O_MAX_USER_TOKENS: opt.max_user_tokens = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case O_MAX_TOKENS: opt.max_tokens = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case O_RISK_FILE: opt.risk_file = optarg; break;
 		case O_BATCH: opt.batch = (unsigned)atoi(optarg); break;
 		case O_STREAMS: opt.streams = (unsigned)atoi(optarg); break;
