@@ -697,11 +697,14 @@ static int alloc_tables(struct engine *e, const struct engine_config *cfg)
 	e->sym_mask = pow2_at_least(2 * (uint64_t)cfg->n_symbols) - 1;
 	e->user_mask = pow2_at_least(2 * (uint64_t)e->max_users) - 1;
 	/* At most 2/3 full: a search for an absent token (every new Enter's)
-	 * probes ~5 slots. Twice max_tokens slots (at most half full) made a
-	 * full table's new token ~70 ns cheaper (690 against 760 ns an Enter
-	 * and Cancel of new tokens) but every event of a fresh replay ~100 ns
-	 * dearer (lockstep-bench --component matcher: 680-700 against 560-590
-	 * ns), the larger table's misses, so the table stays at 1.5. */
+	 * probes ~5 slots. Twice max_tokens slots (at most half full) were
+	 * measured against this (lockstep-bench --component matcher, --events
+	 * 12000000 --max-tokens 4194304 for a full table, the default 2M
+	 * events for a fresh one, interleaved): one hour 3 rounds had the
+	 * larger table ~100 ns an event dearer fresh (678-704 against 560-589),
+	 * the next 5 rounds showed no difference out of the noise either way
+	 * (full 556-711 against 600-746, fresh 538-763 against 598-762): no
+	 * gain worth 50 MB more a matcher, so the table stays at 1.5. */
 	e->token_cap = e->max_tokens + e->max_tokens / 2 + 1;
 	e->syms = prealloc_zeroed(cfg->n_symbols, sizeof(*e->syms));
 	e->sym_slots = prealloc_zeroed((size_t)e->sym_mask + 1, sizeof(*e->sym_slots));

@@ -21,8 +21,9 @@ cluster_up
 grep -q '"events": 20000' "$T/matcher.json" || fail "matcher: $(cat "$T/matcher.json")"
 # --max-tokens: refused at or below the open orders; above, a table that
 # fills and then forgets (1.5M events make about 1.1M tokens)
-"$BENCH" --component matcher --events 1000 --max-tokens 1048576 >/dev/null 2>&1 &&
+out=$("$BENCH" --component matcher --events 1000 --max-tokens 1048576 2>&1) &&
 	fail "--max-tokens at the open orders was taken"
+grep -q -- '--max-tokens: above 1048576' <<<"$out" || fail "--max-tokens refused without its reason: $out"
 "$BENCH" --component matcher --events 1500000 --max-tokens 1048577 --json "$T/full.json" >"$T/full.out" ||
 	{ cat "$T/full.out"; fail "matcher component, --max-tokens"; }
 grep -Eq '"tokens_forgotten": [1-9][0-9]*' "$T/full.json" || fail "no token forgotten: $(cat "$T/full.json")"

@@ -5,6 +5,8 @@ set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/_build/check}
+# shellcheck source=ops/lib/common.sh
+. "$top_srcdir/ops/lib/common.sh" # no_leak_scan, as ops/cluster and ops/drill use it
 export LOCKSTEP_BIN=$top_builddir
 # Every test cluster's matchers (ops/cluster up, ops/drill, ops/scale) with
 # pools an eighth of the defaults, 108 MB a matcher instead of 556: a matcher
@@ -191,9 +193,8 @@ client() {
 # node_ctl NODE COMMAND...: lockstepctl COMMAND to the node NODE of $T.
 node_ctl() { "$CTL" --socket "$T/$1/$1.ctl" "${@:2}"; }
 # poll_ctl NODE COMMAND...: node_ctl for the readings below, which tests
-# poll: without LeakSanitizer's scan at exit under ASan (no_leak_scan in
-# ops/lib/common.sh).
-poll_ctl() { ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$CTL" --socket "$T/$1/$1.ctl" "${@:2}"; }
+# poll: without LeakSanitizer's scan at exit under ASan (no_leak_scan).
+poll_ctl() { no_leak_scan node_ctl "$@"; }
 
 # status_field NODE FIELD: one field of a node's status (JSON).
 status_field() {
