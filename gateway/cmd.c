@@ -182,11 +182,15 @@ static void cmd_send_now(struct gw_cmd *c, int must)
 		return;
 	}
 	durable = journal_durable_seq(c->j);
-	while (k < c->slot && c->slot_cmd[k] <= durable)
+	last = 0;
+	while (k < c->slot && c->slot_cmd[k] <= durable) {
+		last = c->slot_cmd[k] > last ? c->slot_cmd[k] : last;
 		k++;
+	}
 	if (k == 0)
 		return;
 	cmd_send_batch(c, k);
+	gw_stages_sent(g, c->k, last);
 	cmd_slots_shift(c, k);
 	c->last_send = ev_now(g->loop);
 }
@@ -245,6 +249,7 @@ int gw_cmd_submit(struct gw *g, Lockstep__Command *cmd)
 	if (!gw_cmd_unacked(c))
 		c->resend_base = ev_now(g->loop);
 	c->build_last = c->next;
+	gw_stages_submitted(g, c->k, c->next);
 	c->next++;
 	g->st.cmds_sent++;
 	gw_flow_sent(g, c->k, c->next - 1, cmd->partition);

@@ -144,10 +144,16 @@ void gw_flow_sent(struct gw *g, unsigned k, uint64_t cmd_seq, unsigned partition
 		flow_pause(g);
 }
 
-/* Partition p's FIFO slot i. */
+/* Where partition p's FIFO slot i is in the FIFOs (the stage clock's
+ * times are kept at the same index). */
+static size_t fifo_index(const struct gw_flow *f, unsigned p, uint32_t i)
+{
+	return (size_t)p * f->cap + (i & (f->cap - 1));
+}
+
 static uint64_t *fifo_at(struct gw_flow *f, unsigned p, uint32_t i)
 {
-	return &f->tape_seq[(size_t)p * f->cap + (i & (f->cap - 1))];
+	return &f->tape_seq[fifo_index(f, p, i)];
 }
 
 void gw_flow_on_tape(struct gw *g, unsigned k, uint64_t origin_seq, uint64_t tape_seq)
@@ -157,17 +163,22 @@ void gw_flow_on_tape(struct gw *g, unsigned k, uint64_t origin_seq, uint64_t tap
 	/* commands the tape skipped (a gap given up on) stand at this seq */
 	for (uint64_t c = f->seen[k] + 1; c <= origin_seq; c++) {
 		unsigned p = f->part[k][c & (f->cap - 1)];
+		uint64_t at;
 
 		if (p >= g->n_parts || gw_part_tape(g, p) != k)
 			continue; /* a restart's ring (zeros, partition 0) on another tape: not counted */
-		if (tape_seq <= f->passed[p])
+		at = gw_stages_on_tape(g, k, c);
+		if (tape_seq <= f->passed[p]) {
+			gw_stages_matched(g, SIZE_MAX);
 			continue; /* its answer came in before the tape did */
+		}
 		if (f->len[p] == f->cap) { /* cannot happen with a sane window */
 			f->head[p]++;
 			f->len[p]--;
 			f->queued--;
 		}
 		*fifo_at(f, p, f->head[p] + f->len[p]) = tape_seq;
+		gw_stages_slot(g, fifo_index(f, p, f->head[p] + f->len[p]), at);
 		f->len[p]++;
 		f->queued++;
 	}
@@ -185,6 +196,7 @@ void gw_flow_on_exec(struct gw *g, unsigned p, uint64_t tape_seq)
 	if (tape_seq > f->passed[p])
 		f->passed[p] = tape_seq;
 	while (f->len[p] > 0 && *fifo_at(f, p, f->head[p]) <= tape_seq) {
+		gw_stages_matched(g, fifo_index(f, p, f->head[p]));
 		f->head[p]++;
 		f->len[p]--;
 		f->queued--;

@@ -420,6 +420,7 @@ static void gw_stats_add(void *self, struct counters *out)
 		counters_add(out, tnames[k][1], g->cmd[k].acked, 1);
 		counters_add(out, tnames[k][2], g->tape[k].commit, 1);
 	}
+	gw_stages_stats(g, out);
 	gw_stats_logins(g, out);
 }
 
@@ -562,8 +563,9 @@ static int open_parts(struct gw *g)
 	gw_day_init(g, pos); /* before the logins' journals: they read it */
 	if ((rc = open_routes(g)) < 0 || (rc = gw_exec_open(g, pos + GW_POS_EXEC)) < 0 ||
 	    (rc = gw_cmd_open(g, pos)) < 0 || (rc = gw_flow_open(g)) < 0 ||
-	    (rc = gw_tape_open(g, pos)) < 0)
+	    (rc = gw_stages_open(g)) < 0 || (rc = gw_tape_open(g, pos)) < 0)
 		return rc;
+	g->logins.stages = &g->stages;
 	return gw_session_listen(g);
 }
 
@@ -637,6 +639,8 @@ static void close_parts(struct gw *g)
 	gw_exec_close(g);
 	gw_logins_close_journals(&g->logins);
 	gw_stream_fini(g);
+	g->logins.stages = NULL;
+	gw_stages_close(g);
 }
 
 void gw_stop(struct gw *g)

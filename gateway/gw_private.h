@@ -11,6 +11,8 @@
 #include "gateway.h"
 #include "journal.h"
 #include "abnet.h"
+#include "counters.h"
+#include "hist.h"
 #include "auth_node.h"
 #include "lockstep.pb-c.h"
 #include "log.h"
@@ -36,6 +38,7 @@
 #define GW_STATS_LOGINS 8 /* logins listed by name in STATS (throttle_*_LOGIN) */
 
 struct gw_stats;
+struct gw_stages;
 struct journal;
 #define GW_REQ_MAX_COUNT 8192u /* blocks asked for in one gap request */
 
@@ -79,6 +82,7 @@ struct gw_reader_ops {
 };
 
 #define GW_WAL_MARKS 16 /* a login's flushes waiting for the WAL's sync */
+#define GW_STAGE_LOGIN_RING 1024 /* a login's append times the stage clock keeps */
 
 /* A login from the credentials file with its outbound journal (logins.c;
  * the others read it). Never moves nor goes away while the process runs. */
@@ -116,6 +120,8 @@ struct gw_login {
 	struct throttle bucket;
 	int bucket_set;
 	uint64_t throttle_delayed, throttle_rejected;
+	/* the stage clock (stages.c): when its last records were appended */
+	uint64_t stage_t[GW_STAGE_LOGIN_RING];
 };
 
 /* The login table (logins.c, and wal.c for its write-ahead journal). A new
@@ -131,6 +137,7 @@ struct gw_logins {
 	struct ev_loop *loop; /* fsync = disk: the journals' sync watchers */
 	const struct gw_config *cfg;
 	struct gw_stats *st;
+	struct gw_stages *stages;
 	int (*opened)(void *ctx, struct gw_login *l, struct journal *j, const char *path);
 	void *opened_ctx;
 	/* fsync = disk: the logins' write-ahead journal (wal.c; NULL in the
@@ -428,6 +435,18 @@ struct gw_flow {
 	uint64_t pauses, stalls, paused_ns;
 };
 
+/* The stage clock (stages.c): where a command's time goes. */
+enum gw_stage { GW_STAGE_DISK, GW_STAGE_TAPE, GW_STAGE_MATCH, GW_STAGE_ANSWER, GW_N_STAGES };
+
+struct gw_stages {
+	uint64_t now; /* CLOCK_MONOTONIC ns at the latest wakeup that read it */
+	struct hist h[GW_N_STAGES];
+	uint32_t cap; /* flow control's: the rings below are indexed as its */
+	uint64_t *sub[GW_MAX_TAPES], *sent[GW_MAX_TAPES]; /* per tape, by command seq */
+	uint64_t sent_upto[GW_MAX_TAPES]; /* commands up to it have their send time */
+	uint64_t *on_tape; /* per partition, beside flow's FIFO: when the tape showed it */
+};
+
 /* The progress file's save (progress.c): the positions taken and waiting
  * for the logins' journals, and the writer thread's one job. */
 struct gw_progress {
@@ -486,6 +505,7 @@ struct gw {
 	struct gw_tape tape[GW_MAX_TAPES];
 	struct gw_sessions sess;
 	struct gw_flow flow;
+	struct gw_stages stages;
 	struct gw_day day;
 	struct gw_progress prog;
 	struct gw_verify verify;
@@ -533,6 +553,12 @@ struct gw_login *gw_login_find(const struct gw_logins *t, const uint8_t *name, s
 static inline uint32_t gw_login_id(const struct gw_login *l)
 {
 	return l->id;
+}
+/* The login's records below this may be read from its journal and sent:
+ * written (flushed) and, under fsync = disk, on disk. */
+static inline uint64_t gw_login_readable(const struct gw_login *l)
+{
+	return l->flushed_next < l->durable_next ? l->flushed_next : l->durable_next;
 }
 /* Journals msg under l's next SoupBinTCP number (record: u64 BE tag, see
  * GW_TAG, then msg) and offers it to l's reader. 0 or -errno. */
@@ -722,6 +748,30 @@ void gw_flow_sent(struct gw *g, unsigned k, uint64_t cmd_seq, unsigned partition
 void gw_flow_on_tape(struct gw *g, unsigned k, uint64_t origin_seq, uint64_t tape_seq);
 /* Partition p has published a block of the event at tape_seq. */
 void gw_flow_on_exec(struct gw *g, unsigned p, uint64_t tape_seq);
+
+/* stages.c: the stage clock (see there); its times are stages.now, which
+ * the wakeups that submit and receive set (mono_ns) */
+int gw_stages_open(struct gw *g); /* after gw_flow_open; 0 or -ENOMEM (logged) */
+void gw_stages_close(struct gw *g); /* accepts a gateway whose clock never opened */
+/* Command seq of tape k was journalled now. */
+void gw_stages_submitted(struct gw *g, unsigned k, uint64_t seq);
+/* Tape k's commands up to upto have been sent (reads the clock). */
+void gw_stages_sent(struct gw *g, unsigned k, uint64_t upto);
+/* Our command seq of tape k is on the tape now; returns now for the FIFO. */
+uint64_t gw_stages_on_tape(struct gw *g, unsigned k, uint64_t seq);
+/* FIFO slot `slot` (flow.c's index) holds a command the tape showed at on_tape. */
+void gw_stages_slot(struct gw *g, size_t slot, uint64_t on_tape);
+/* The command in FIFO slot `slot` is answered now (SIZE_MAX: before the
+ * tape showed it). */
+void gw_stages_matched(struct gw *g, size_t slot);
+/* Login l's records [from, to) are readable from now (s->now, set by the
+ * caller). */
+void gw_stages_readable(struct gw_stages *s, const struct gw_login *l, uint64_t from,
+			uint64_t to);
+/* STATS: stage_<name>_count, _ns (counters), _us_p50, _us_p99, _us_p999,
+ * _us_max (gauges, since start). */
+void gw_stages_stats(const struct gw *g, struct counters *out);
+
 /* session.c: stops (on) or resumes reading every session. */
 void gw_session_pause(struct gw *g, int on);
 

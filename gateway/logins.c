@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "wire.h"
@@ -252,6 +253,8 @@ int gw_login_append(struct gw_logins *t, struct gw_login *l, uint64_t tag, const
 	}
 	if (l->rops)
 		l->rops->offer(l->reader, l->next_seq, rec + 8, len);
+	if (t->stages)
+		l->stage_t[l->next_seq & (GW_STAGE_LOGIN_RING - 1)] = t->stages->now;
 	l->next_seq++;
 	if (!l->jdirty) {
 		l->jdirty = 1;
@@ -269,8 +272,11 @@ int gw_logins_flush(struct gw_logins *t)
 	/* the WAL first: a login's records count as written with it */
 	if (t->wal && t->jdirty && (err = gw_wal_flush(t)) < 0)
 		return err;
+	if (t->stages && t->jdirty)
+		t->stages->now = mono_ns();
 	while (t->jdirty) {
 		struct gw_login *l = t->jdirty;
+		uint64_t before = gw_login_readable(l);
 		int rc = journal_flush(l->j);
 
 		t->jdirty = l->next_jdirty;
@@ -285,6 +291,8 @@ int gw_logins_flush(struct gw_logins *t)
 			continue;
 		}
 		l->flushed_next = l->next_seq;
+		if (t->stages)
+			gw_stages_readable(t->stages, l, before, gw_login_readable(l));
 		if (t->wal)
 			gw_wal_flushed(t, l);
 		if (l->rops)

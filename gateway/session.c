@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 #include "ouch.h"
@@ -147,12 +148,6 @@ void gw_sess_finish(struct gw_session *s, int logout)
 
 /* ---- the login's reader --------------------------------------------------- */
 
-/* The login's records below this may be read from its journal and sent:
- * written (flushed) and, under fsync = disk, on disk. */
-static uint64_t readable_next(const struct gw_login *l)
-{
-	return l->flushed_next < l->durable_next ? l->flushed_next : l->durable_next;
-}
 
 /* Forgets the gated messages the disk now holds. */
 static void gate_pop(struct gw_session *s)
@@ -203,7 +198,7 @@ static void session_wake(void *reader)
 	struct gw_session *s = reader;
 
 	if (s->state == GW_SESS_ACTIVE &&
-	    (s->send_seq < readable_next(s->login) || s->gate_n))
+	    (s->send_seq < gw_login_readable(s->login) || s->gate_n))
 		mark_dirty(s);
 }
 
@@ -279,6 +274,7 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 	struct gw_session *s = SESS_OF(w, rio);
 
 	(void)revents;
+	s->gw->stages.now = mono_ns(); /* the commands' submit time */
 	/* first what a pause left in the buffer */
 	if (!session_take(s))
 		return;
@@ -310,7 +306,7 @@ static void catch_up(struct gw_session *s)
 	struct gw_login *l = s->login;
 	uint8_t rec[8 + OUCH_MAX_LEN + 16];
 
-	for (int i = 0; i < GW_CATCHUP_PER_PUMP && s->send_seq < readable_next(l); i++) {
+	for (int i = 0; i < GW_CATCHUP_PER_PUMP && s->send_seq < gw_login_readable(l); i++) {
 		uint8_t *p = gw_sess_out_room(s, SOUP_MAX_OUT);
 		int n, len;
 
@@ -372,7 +368,7 @@ static void session_write(struct gw_session *s)
 	/* output waiting for the disk waits for the login's wake, not for the
 	 * socket */
 	if (s->out_off < out_limit(s) ||
-	    (s->state == GW_SESS_ACTIVE && s->send_seq < readable_next(s->login)))
+	    (s->state == GW_SESS_ACTIVE && s->send_seq < gw_login_readable(s->login)))
 		ev_io_start(g->loop, &s->wio);
 	else
 		ev_io_stop(g->loop, &s->wio);

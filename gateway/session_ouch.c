@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "ouch.h"
 #include "session_private.h"
@@ -393,6 +394,7 @@ void gw_sess_on_drain(struct ev_loop *loop, ev_timer *w, int revents)
 	struct gw *g = s->gw;
 
 	(void)revents;
+	g->stages.now = mono_ns(); /* the commands' submit time */
 	for (int i = 0; i < GW_DRAIN_PER_WAKE && s->state == GW_SESS_ACTIVE && !g->flow.paused;
 	     i++) {
 		size_t len;

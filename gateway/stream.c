@@ -182,7 +182,7 @@ void gw_stream_drain(struct gw *g, struct gw_stream *s, const ev_io *w,
 
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
 		int n = net_batch_recv_counted(rx, w->fd, rxq);
-		uint64_t now = mono_ns();
+		uint64_t now = g->stages.now = mono_ns();
 
 		if (n <= 0)
 			break;
@@ -229,6 +229,7 @@ int gw_stream_open_b(struct gw *g, struct gw_stream *s, const char *group_text, 
 	snprintf(label, sizeof(label), "%s on network B", what);
 	rxpath_bufsize_check(label, &rcv);
 	ev_io_init(&s->io_b, cb, s->fd_b, EV_READ);
+	ev_set_priority(&s->io_b, ev_priority(&s->io)); /* as network A's */
 	s->io_b.data = data;
 	ev_io_start(g->loop, &s->io_b);
 	log_info("A/B: %s also from %s on %s", what, group_text, iface);

@@ -295,6 +295,11 @@ static int tape_open(struct gw_tape *t, const uint64_t *pos)
 	ev_io_init(&t->s.io, tape_read, t->s.fd, EV_READ);
 	ev_io_init(&t->s.req_io, tape_read, t->s.req_fd, EV_READ);
 	t->s.io.data = t->s.req_io.data = t;
+	/* read before the exec streams when both are ready: a tape event is
+	 * on the tape before its answer, and flow control and the stage
+	 * clock count it so (an answer read first counts 0 for the matcher) */
+	ev_set_priority(&t->s.io, 1);
+	ev_set_priority(&t->s.req_io, 1);
 	ev_io_start(g->loop, &t->s.io);
 	ev_io_start(g->loop, &t->s.req_io);
 	return gw_stream_open_b(g, &t->s, tc->tape_group_b, "tape", tape_read, t);

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "gw_private.h"
 #include "journal.h"
 
@@ -66,9 +67,11 @@ static void advance(struct gw_logins *t)
 	uint64_t d = journal_durable_seq(t->wal);
 	struct gw_login **pp = &t->wal_wait;
 
+	if (t->stages && *pp)
+		t->stages->now = mono_ns();
 	while (*pp) {
 		struct gw_login *l = *pp;
-		uint64_t before = l->durable_next;
+		uint64_t before = l->durable_next, readable = gw_login_readable(l);
 
 		while (l->wal_n && l->wal_marks[l->wal_head].wal <= d) {
 			if (l->wal_marks[l->wal_head].next > l->durable_next)
@@ -76,6 +79,8 @@ static void advance(struct gw_logins *t)
 			l->wal_head = (l->wal_head + 1) % GW_WAL_MARKS;
 			l->wal_n--;
 		}
+		if (t->stages)
+			gw_stages_readable(t->stages, l, readable, gw_login_readable(l));
 		if (l->durable_next != before && l->rops)
 			l->rops->wake(l->reader);
 		if (l->wal_n) {

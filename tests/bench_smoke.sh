@@ -4,7 +4,8 @@
 # orders of the default mix through a fresh cluster, open loop, every one
 # answered, both sides of every match agreeing, the daemons' CPU time, CPU
 # per order and losses (kernel UDP, each daemon's counters) reported and
-# the JSON written; the same through --baseline's relay and echo.
+# the JSON written, with the gateway's stage clock (its STATS consistent
+# with what it sent); the same through --baseline's relay and echo.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 skip_unless_built lockstep-bench
 
@@ -64,7 +65,37 @@ assert set(d["kernel_udp"]) == {"rcvbuf_errors", "sndbuf_errors", "in_errors"}, 
 assert set(d["daemon_losses"]) >= daemons, d["daemon_losses"]
 for n, counters in d["daemon_losses"].items():
     assert counters and "rxq_dropped" in counters, (n, counters)
+st = d["gateway_stages_ns"]
+assert list(st) == ["gw-1"], st
+assert list(st["gw-1"]) == ["disk", "tape", "match", "answer"], st
+assert all(v is not None and v > 0 for v in st["gw-1"].values()), st
 PY
+grep -Eq '^stages: +gw-1 disk [0-9.]+, tape [0-9.]+, match [0-9.]+, answer [0-9.]+ \(ms' "$T/load.out" ||
+	fail "no stages line: $(grep -A2 '^losses' "$T/load.out")"
+
+# The gateway's stage clock (gateway/stages.c): every command it sent has
+# its disk, tape and match times (once flow control has seen each passed),
+# every answer journalled its answer time, and each histogram reads in order
+stage() { awk -v k="stage_$1" '$1 == k { print $2 }' "$T/gw.stats"; }
+for _ in $(seq 1 50); do
+	poll_ctl gw-1 stats >"$T/gw.stats"
+	[ "$(stage match_count)" = "$(awk '$1 == "cmds_sent" { print $2 }' "$T/gw.stats")" ] && break
+	sleep 0.1
+done
+sent=$(awk '$1 == "cmds_sent" { print $2 }' "$T/gw.stats")
+[ "${sent:-0}" -ge 1002 ] || fail "cmds_sent ${sent:-none}"
+for s in disk tape match; do
+	[ "$(stage ${s}_count)" = "$sent" ] || fail "stage_${s}_count $(stage ${s}_count), cmds_sent $sent"
+done
+[ "$(stage answer_count)" -ge 1002 ] || fail "stage_answer_count $(stage answer_count): fewer than the Accepteds"
+for s in disk tape match answer; do
+	p50=$(stage ${s}_us_p50) p99=$(stage ${s}_us_p99) p999=$(stage ${s}_us_p999) max=$(stage ${s}_us_max)
+	mean=$(($(stage ${s}_ns) / $(stage ${s}_count) / 1000))
+	[ "$p50" -le "$p99" ] && [ "$p99" -le "$p999" ] && [ "$p999" -le "$max" ] && [ "$mean" -le "$max" ] ||
+		fail "stage $s out of order: p50 $p50 p99 $p99 p99.9 $p999 max $max mean $mean (us)"
+	[ "$max" -lt 60000000 ] || fail "stage $s: max $max us, longer than the test (an unset time?)"
+	info "stage $s: p50 $p50 p99 $p99 max $max mean $mean us"
+done
 
 "$BENCH" --baseline --sessions 2 --orders 500 --rate 2000 --json "$T/base.json" >"$T/base.out" 2>&1 ||
 	{ cat "$T/base.out"; fail "baseline run"; }

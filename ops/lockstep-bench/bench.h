@@ -324,7 +324,8 @@ double procs_self_cpu(void);
 void losses_sample(int end);
 /* The "kernel udp:" and "losses:" lines. */
 void losses_text(FILE *f);
-/* The "kernel_udp" and "daemon_losses" keys (a comma between them only). */
+/* The "kernel_udp", "daemon_losses" and "gateway_stages_ns" keys (commas
+ * between them only). */
 void losses_json(FILE *f);
 
 /* ---- relay.c, echo.c, baseline.c: --baseline ------------------------------------- */

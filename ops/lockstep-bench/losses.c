@@ -1,9 +1,12 @@
 /* lockstep-bench: what a load run lost: the machine's UDP receive-buffer
  * drops and send-buffer errors (/proc/net/snmp's Udp line) and, for each
  * daemon of --cluster, the STATS counters (asked over its control socket)
- * whose names end in _dropped, _send_errors or rcvbuf_errors. Sampled
- * before the first order and after the last answer, so the warm-up counts
- * too and no control call falls inside the measurement. */
+ * whose names end in _dropped, _send_errors or rcvbuf_errors; and, from
+ * the same replies, where a gateway's commands spent their time (its stage
+ * clock: stage_<name>_count and stage_<name>_ns, a mean over the run).
+ * Sampled before the first order and after the last answer, so the warm-up
+ * counts too and no control call falls inside the measurement. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,11 +21,19 @@ struct loss_counter {
 	uint64_t v[2]; /* at the start, at the end */
 };
 
-/* The loss counters of procs[i] (one of --cluster). */
+#define STAGES 4 /* a gateway's stage clock: disk, tape, match, answer */
+
+/* The loss counters of procs[i] (one of --cluster), and its stage clock's
+ * (count and ns of each stage, in the order STATS lists them). */
 struct daemon_loss {
 	int answered[2]; /* its STATS came at the start, at the end */
 	unsigned n;
 	struct loss_counter c[LOSS_COUNTERS];
+	unsigned n_stages;
+	struct stage {
+		char name[16];
+		uint64_t count[2], ns[2];
+	} st[STAGES];
 };
 
 static struct daemon_loss dloss[MAX_PROCS];
@@ -58,6 +69,33 @@ static void loss_record(struct daemon_loss *d, const char *name, uint64_t v, int
 	d->c[i].v[end] = v;
 }
 
+/* Keeps a stage clock counter (stage_NAME_count, stage_NAME_ns). */
+static void stage_record(struct daemon_loss *d, const char *name, uint64_t v, int end)
+{
+	const char *u = strrchr(name, '_');
+	size_t len;
+	unsigned i;
+
+	if (strncmp(name, "stage_", 6) != 0 || !u || (strcmp(u, "_count") && strcmp(u, "_ns")))
+		return;
+	len = (size_t)(u - name - 6);
+	if (len == 0 || len >= sizeof(d->st[0].name))
+		return;
+	for (i = 0; i < d->n_stages && (strlen(d->st[i].name) != len ||
+					 strncmp(d->st[i].name, name + 6, len)); i++)
+		;
+	if (i == d->n_stages) {
+		if (d->n_stages == STAGES)
+			return;
+		memcpy(d->st[i].name, name + 6, len);
+		d->st[d->n_stages++].name[len] = 0;
+	}
+	if (strcmp(u, "_count") == 0)
+		d->st[i].count[end] = v;
+	else
+		d->st[i].ns[end] = v;
+}
+
 /* Asks procs[k] for its STATS. */
 static void daemon_sample(unsigned k, int end)
 {
@@ -74,6 +112,8 @@ static void daemon_sample(unsigned k, int end)
 		for (size_t i = 0; i < r->n_counters; i++)
 			if (is_loss_counter(r->counters[i]))
 				loss_record(d, r->counters[i]->name, r->counters[i]->value, end);
+			else if (!r->counters[i]->gauge && r->counters[i]->name)
+				stage_record(d, r->counters[i]->name, r->counters[i]->value, end);
 		d->answered[end] = 1;
 	}
 	lockstep__control_reply__free_unpacked(r, NULL);
@@ -97,6 +137,40 @@ static uint64_t loss_delta(const struct loss_counter *c)
 static int daemon_answered(unsigned k)
 {
 	return dloss[k].answered[0] && dloss[k].answered[1];
+}
+
+/* A stage's mean over the run in ns, or -1 with nothing counted. */
+static double stage_mean(const struct stage *st)
+{
+	uint64_t n = st->count[1] - st->count[0];
+
+	if (st->count[1] < st->count[0] || st->ns[1] < st->ns[0] || n == 0)
+		return -1; /* restarted, or idle */
+	return (double)(st->ns[1] - st->ns[0]) / (double)n;
+}
+
+/* The "stages:" line: each gateway's stage means (none: no line). */
+static void stages_text(FILE *f)
+{
+	int any = 0;
+
+	for (unsigned k = 0; k < n_procs; k++) {
+		const struct daemon_loss *d = &dloss[k];
+
+		if (!procs[k].in_cluster || !daemon_answered(k) || !d->n_stages)
+			continue;
+		fprintf(f, "%s %s", any++ ? ";" : "stages:     ", procs[k].name);
+		for (unsigned i = 0; i < d->n_stages; i++) {
+			double m = stage_mean(&d->st[i]);
+
+			if (m >= 0)
+				fprintf(f, "%s %s %.2f", i ? "," : "", d->st[i].name, m / 1e6);
+			else
+				fprintf(f, "%s %s -", i ? "," : "", d->st[i].name);
+		}
+	}
+	if (any)
+		fprintf(f, " (ms, each stage's mean over the run: the gateway's stage clock)\n");
 }
 
 void losses_text(FILE *f)
@@ -135,6 +209,7 @@ void losses_text(FILE *f)
 			fprintf(f, " none");
 	}
 	fprintf(f, " (over the run)\n");
+	stages_text(f);
 }
 
 void losses_json(FILE *f)
@@ -164,6 +239,27 @@ void losses_json(FILE *f)
 		for (unsigned i = 0; i < dloss[k].n; i++)
 			fprintf(f, "%s\"%s\": %llu", i ? ", " : "", dloss[k].c[i].name,
 				(unsigned long long)loss_delta(&dloss[k].c[i]));
+		fputc('}', f);
+	}
+	fputc('}', f);
+	fprintf(f, ",\n \"gateway_stages_ns\": {");
+	first = 1;
+	for (unsigned k = 0; k < n_procs; k++) {
+		const struct daemon_loss *d = &dloss[k];
+
+		if (!procs[k].in_cluster || !daemon_answered(k) || !d->n_stages)
+			continue;
+		fprintf(f, "%s\"%s\": {", first ? "" : ", ", procs[k].name);
+		first = 0;
+		for (unsigned i = 0; i < d->n_stages; i++) {
+			double m = stage_mean(&d->st[i]);
+
+			fprintf(f, "%s\"%s\": ", i ? ", " : "", d->st[i].name);
+			if (m >= 0)
+				fprintf(f, "%.0f", m);
+			else
+				fprintf(f, "null");
+		}
 		fputc('}', f);
 	}
 	fputc('}', f);
