@@ -45,6 +45,9 @@ for n in gw-1 seq-1 matcher-1 matcher-2; do
 	grep -Eq "^losses: .* $n (none|[a-z_]+ [0-9]+)" "$T/load.out" ||
 		fail "no losses of $n: $(grep losses "$T/load.out")"
 done
+# the gateway has threads besides its loop (the journals' syncs): its loop's share
+grep -Eq '^cpu/order: .* gw-1 [0-9,]+ ns( \(10 ms ticks\))? \(loop [0-9,]+\) ' "$T/load.out" ||
+	fail "no loop share of gw-1: $(grep cpu/order "$T/load.out")"
 grep -Eq '^cpu/order: .* total [0-9,]+ ns \(target 2,000\) over the 1,002 orders' "$T/load.out" ||
 	fail "no total CPU per order: $(grep cpu/order "$T/load.out")"
 grep -Eq '^kernel udp: +[0-9]+ receive-buffer drops, [0-9]+ send-buffer errors' "$T/load.out" ||
@@ -61,6 +64,7 @@ c = d["cpu_ns_per_order"]
 assert set(c) >= daemons | {"total"} and d["measured_sent"] == 1002, d
 assert abs(c["total"] - sum(v for k, v in c.items() if k != "total")) <= len(c), c
 assert c["total"] > 0, c
+assert "gw-1" in d["cpu_ns_per_order_loop"] and d["cpu_ns_per_order_loop"]["gw-1"] > 0, d
 assert set(d["kernel_udp"]) == {"rcvbuf_errors", "sndbuf_errors", "in_errors"}, d["kernel_udp"]
 assert set(d["daemon_losses"]) >= daemons, d["daemon_losses"]
 for n, counters in d["daemon_losses"].items():

@@ -296,6 +296,8 @@ struct proc {
 	double cpu0, cpu1; /* user + system seconds at the start and end of the measurement */
 	uint64_t on_cpu0, on_cpu1; /* ns on a CPU (schedstat) at the same times */
 	int fine; /* on_cpu0 and on_cpu1 hold (a single thread, schedstat readable) */
+	uint64_t loop0, loop1; /* several threads: the main thread's ns on a CPU */
+	int loop_ok; /* loop0 and loop1 hold */
 	uint64_t minflt0, minflt1; /* minor page faults (/proc/PID/stat) at the same times */
 	int gone;
 	int in_cluster; /* a NODE.pid of --cluster: its control socket is DIR/NODE/NODE.ctl */
@@ -311,6 +313,9 @@ void procs_sample(int end);
 /* p's CPU time over the measurement, ns: schedstat's when fine, else
  * stat's (a multiple of 10 ms); 0 once it is gone. */
 double procs_cpu_ns(const struct proc *p);
+/* p's main thread's (its event loop's) CPU time over the measurement, ns;
+ * -1 for a single-threaded process (all of it is), or when unreadable. */
+double procs_loop_ns(const struct proc *p);
 /* p's minor page faults over the measurement (0 once it is gone): memory
  * touched for the first time, which a hot path should not do. */
 uint64_t procs_minflt(const struct proc *p);

@@ -4,7 +4,10 @@
  * /proc/PID/stat's minflt, and utime + stime (in 1/CLK_TCK
  * ticks, 10 ms) and, for a single-threaded process, /proc/PID/schedstat's
  * time on a CPU (in ns), which is the finer and is used when it was read at
- * both ends. */
+ * both ends; and the main thread's own time on a CPU
+ * (/proc/PID/task/PID/schedstat): a daemon's event loop, where the rest of
+ * a multi-threaded daemon's time is its helper threads' (the journals'
+ * syncs, above all). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -58,12 +61,15 @@ static double proc_cpu(pid_t pid, long *threads, uint64_t *minflt)
 /* The ns pid's main thread has spent on a CPU (/proc/PID/schedstat, first
  * field: the process's own when it has one thread); 0 when unreadable
  * (a kernel without CONFIG_SCHEDSTATS). */
-static uint64_t proc_on_cpu(pid_t pid)
+static uint64_t proc_on_cpu(pid_t pid, int main_thread)
 {
 	char path[64], buf[256];
 	unsigned long long ns = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	if (main_thread)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
 	if (proc_read(path, buf, sizeof(buf)) < 0 || sscanf(buf, "%llu", &ns) != 1)
 		return 0;
 	return ns;
@@ -140,7 +146,8 @@ void procs_sample(int end)
 		long threads = 0;
 		uint64_t mf = 0;
 		double c = proc_cpu(p->pid, &threads, &mf);
-		uint64_t ns = threads == 1 ? proc_on_cpu(p->pid) : 0;
+		uint64_t ns = threads == 1 ? proc_on_cpu(p->pid, 0) : 0;
+		uint64_t loop = threads > 1 ? proc_on_cpu(p->pid, 1) : 0;
 
 		if (c < 0) {
 			p->gone = 1;
@@ -149,13 +156,17 @@ void procs_sample(int end)
 		if (end) {
 			p->cpu1 = c;
 			p->on_cpu1 = ns;
+			p->loop1 = loop;
 			p->minflt1 = mf;
 			p->fine = p->fine && ns >= p->on_cpu0;
+			p->loop_ok = p->loop_ok && loop >= p->loop0;
 		} else {
 			p->cpu0 = c;
 			p->on_cpu0 = ns;
+			p->loop0 = loop;
 			p->minflt0 = mf;
 			p->fine = ns > 0;
+			p->loop_ok = loop > 0;
 		}
 	}
 }
@@ -167,6 +178,11 @@ double procs_cpu_ns(const struct proc *p)
 	if (p->fine)
 		return (double)(p->on_cpu1 - p->on_cpu0);
 	return (p->cpu1 - p->cpu0) * 1e9;
+}
+
+double procs_loop_ns(const struct proc *p)
+{
+	return p->gone || !p->loop_ok ? -1 : (double)(p->loop1 - p->loop0);
 }
 
 uint64_t procs_minflt(const struct proc *p)

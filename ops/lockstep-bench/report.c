@@ -159,8 +159,11 @@ static void text_cpu_per_order(void)
 			continue;
 		}
 		total += ns;
-		printf(" %s %s ns%s ", procs[i].name, thousands(ns / n, a),
+		printf(" %s %s ns%s", procs[i].name, thousands(ns / n, a),
 		       procs[i].fine ? "" : " (10 ms ticks)");
+		if (procs_loop_ns(&procs[i]) >= 0)
+			printf(" (loop %s)", thousands(procs_loop_ns(&procs[i]) / n, b));
+		printf(" ");
 	}
 	printf("total %s ns", thousands(total / n, a));
 	if (!opt.baseline)
@@ -234,7 +237,8 @@ void report_text(const struct load *l, const struct load_figures *f)
 }
 
 /* "cpu_ns_per_order": each daemon's and the total, as the text has them
- * (no daemon that exited; empty when no order was measured). */
+ * (no daemon that exited; empty when no order was measured);
+ * "cpu_ns_per_order_loop": each multi-threaded daemon's main thread's. */
 static void json_cpu_per_order(FILE *f)
 {
 	double n = (double)counts.measured_sent, total = 0;
@@ -249,6 +253,14 @@ static void json_cpu_per_order(FILE *f)
 	}
 	if (counts.measured_sent && n_procs)
 		fprintf(f, "\"total\": %.0f", total / n);
+	fprintf(f, "},\n \"cpu_ns_per_order_loop\": {");
+	for (unsigned i = 0, first = 1; counts.measured_sent && i < n_procs; i++) {
+		if (procs_loop_ns(&procs[i]) < 0)
+			continue;
+		fprintf(f, "%s\"%s\": %.0f", first ? "" : ", ", procs[i].name,
+			procs_loop_ns(&procs[i]) / n);
+		first = 0;
+	}
 	fprintf(f, "},\n \"page_faults\": {");
 	for (unsigned i = 0, first = 1; i < n_procs; i++) {
 		if (procs[i].gone)
