@@ -99,9 +99,13 @@ void gw_stages_sent(struct gw *g, unsigned k, uint64_t upto)
 uint64_t gw_stages_on_tape(struct gw *g, unsigned k, uint64_t seq)
 {
 	struct gw_stages *s = &g->stages;
+	uint64_t sent;
 
-	if (seq <= s->sent_upto[k] && s->sent_upto[k] - seq < s->cap)
-		stage_record(s, GW_STAGE_TAPE, s->sent[k][seq & (s->cap - 1)], s->now);
+	if (seq > s->sent_upto[k] || s->sent_upto[k] - seq >= s->cap)
+		return s->now;
+	/* 0: sent before this start (resent since, untimed) */
+	if ((sent = s->sent[k][seq & (s->cap - 1)]) != 0)
+		stage_record(s, GW_STAGE_TAPE, sent, s->now);
 	return s->now;
 }
 
