@@ -220,6 +220,7 @@ static void flow_on_stall(struct ev_loop *loop, ev_timer *w, int revents)
 			"reading the sessions again",
 			(unsigned long long)gw_flow_in_flight(g), (double)g->cfg.flow_stall / 1e6);
 	for (unsigned p = 0; p < g->n_parts; p++) {
+		gw_stages_untimed(g, f->len[p]);
 		f->queued -= f->len[p];
 		f->head[p] += f->len[p];
 		f->len[p] = 0;
@@ -228,7 +229,9 @@ static void flow_on_stall(struct ev_loop *loop, ev_timer *w, int revents)
 	 * for long must not hold the other tapes' partitions (its commands
 	 * are resent all the same, and not counted when they appear) */
 	for (unsigned k = 0; k < g->n_tapes; k++)
-		if (g->cmd[k].next - 1 > f->seen[k])
+		if (g->cmd[k].next - 1 > f->seen[k]) {
+			gw_stages_untimed(g, g->cmd[k].next - 1 - f->seen[k]);
 			f->seen[k] = g->cmd[k].next - 1;
+		}
 	flow_resume(g);
 }

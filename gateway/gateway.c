@@ -566,6 +566,7 @@ static int open_parts(struct gw *g)
 	    (rc = gw_stages_open(g)) < 0 || (rc = gw_tape_open(g, pos)) < 0)
 		return rc;
 	g->logins.stages = &g->stages;
+	gw_stages_start(g);
 	return gw_session_listen(g);
 }
 

@@ -445,6 +445,8 @@ struct gw_stages {
 	uint64_t *sub[GW_MAX_TAPES], *sent[GW_MAX_TAPES]; /* per tape, by command seq */
 	uint64_t sent_upto[GW_MAX_TAPES]; /* commands up to it have their send time */
 	uint64_t *on_tape; /* per partition, beside flow's FIFO: when the tape showed it */
+	uint64_t untimed; /* commands and answers left out (stages.c) */
+	ev_check check; /* sets now at each loop iteration */
 };
 
 /* The progress file's save (progress.c): the positions taken and waiting
@@ -752,6 +754,9 @@ void gw_flow_on_exec(struct gw *g, unsigned p, uint64_t tape_seq);
 /* stages.c: the stage clock (see there); its times are stages.now, which
  * the wakeups that submit and receive set (mono_ns) */
 int gw_stages_open(struct gw *g); /* after gw_flow_open; 0 or -ENOMEM (logged) */
+void gw_stages_start(struct gw *g); /* its clock reading at each loop iteration */
+/* n commands (a flow stall's) are left out of the stages. */
+void gw_stages_untimed(struct gw *g, uint64_t n);
 void gw_stages_close(struct gw *g); /* accepts a gateway whose clock never opened */
 /* Command seq of tape k was journalled now. */
 void gw_stages_submitted(struct gw *g, unsigned k, uint64_t seq);
@@ -769,7 +774,7 @@ void gw_stages_matched(struct gw *g, size_t slot);
 void gw_stages_readable(struct gw_stages *s, const struct gw_login *l, uint64_t from,
 			uint64_t to);
 /* STATS: stage_<name>_count, _ns (counters), _us_p50, _us_p99, _us_p999,
- * _us_max (gauges, since start). */
+ * _us_max (gauges, since start), stage_untimed (counter). */
 void gw_stages_stats(const struct gw *g, struct counters *out);
 
 /* session.c: stops (on) or resumes reading every session. */

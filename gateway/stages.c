@@ -15,17 +15,20 @@
  *           disk under fsync = disk, written otherwise), when the session
  *           may send it: the login journals and their WAL.
  *
- * Times come from one clock read per wakeup (gw->stages.now: a session's
- * read, a batch of datagrams, a send, a flush): no system call and no
- * allocation per command. Memory is allocated at open, beside flow
+ * Times come from the clock read at each loop iteration's start (an
+ * ev_check) and again by the wakeups that handle a batch (gw->stages.now: a
+ * session's read, a batch of datagrams, a send, a flush): no system call
+ * and no allocation per command. Memory is allocated at open, beside flow
  * control's ring and FIFOs and indexed the same way; each login keeps its
  * last GW_STAGE_LOGIN_RING append times (gw_login.stage_t). A command sent
- * before a restart, or an answer older than the login's ring, is not
- * counted. */
+ * before a restart has no disk or tape time; a command whose times its ring
+ * no longer holds, an answer older than its login's ring, and the commands
+ * a flow stall took as answered are counted in stage_untimed instead. */
 #include <errno.h>
 
 #include "clock.h"
 #include "gw_private.h"
+#include "macros.h"
 #include "prealloc.h"
 
 static const char *const stage_names[GW_N_STAGES] = { "disk", "tape", "match", "answer" };
@@ -58,6 +61,8 @@ void gw_stages_close(struct gw *g)
 {
 	struct gw_stages *s = &g->stages;
 
+	if (ev_is_active(&s->check))
+		ev_check_stop(g->loop, &s->check);
 	for (unsigned k = 0; k < GW_MAX_TAPES; k++) {
 		free(s->sub[k]);
 		free(s->sent[k]);
@@ -80,17 +85,21 @@ void gw_stages_submitted(struct gw *g, unsigned k, uint64_t seq)
 void gw_stages_sent(struct gw *g, unsigned k, uint64_t upto)
 {
 	struct gw_stages *s = &g->stages;
-	uint64_t seq = s->sent_upto[k] + 1;
+	uint64_t seq = s->sent_upto[k] + 1, next = g->cmd[k].next;
 
-	if (upto <= s->sent_upto[k] || !s->sent[k])
+	if (upto <= s->sent_upto[k] || !s->sub[k] || !s->sent[k])
 		return; /* nothing new, or a gateway closing that never opened its clock */
 	s->now = mono_ns();
 	if (upto - s->sent_upto[k] > s->cap)
-		seq = upto - s->cap + 1; /* older slots hold newer commands' times */
+		seq = upto - s->cap + 1; /* their slots are newer commands' now */
 	for (; seq <= upto; seq++) {
 		uint32_t i = (uint32_t)(seq & (s->cap - 1));
 
-		stage_record(s, GW_STAGE_DISK, s->sub[k][i], s->now);
+		/* a submit time cap commands back is a newer command's */
+		if (next - seq <= s->cap)
+			stage_record(s, GW_STAGE_DISK, s->sub[k][i], s->now);
+		else
+			s->untimed++;
 		s->sent[k][i] = s->now;
 	}
 	s->sent_upto[k] = upto;
@@ -125,13 +134,42 @@ void gw_stages_matched(struct gw *g, size_t slot)
 void gw_stages_readable(struct gw_stages *s, const struct gw_login *l, uint64_t from,
 			uint64_t to)
 {
+	/* the ring holds the last GW_STAGE_LOGIN_RING appends: older slots
+	 * hold newer records' times (appends go on while records wait) */
+	if (l->next_seq - from > GW_STAGE_LOGIN_RING) {
+		uint64_t keep = l->next_seq - GW_STAGE_LOGIN_RING;
+
+		s->untimed += (to < keep ? to : keep) - from;
+		from = keep;
+	}
 	if (to <= from)
 		return;
-	if (to - from > GW_STAGE_LOGIN_RING)
-		from = to - GW_STAGE_LOGIN_RING;
 	for (uint64_t seq = from; seq < to; seq++)
 		stage_record(s, GW_STAGE_ANSWER, l->stage_t[seq & (GW_STAGE_LOGIN_RING - 1)],
 			     s->now);
+}
+
+static void on_stage_check(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct gw_stages *s = container_of(w, struct gw_stages, check);
+
+	(void)loop;
+	(void)revents;
+	s->now = mono_ns();
+}
+
+void gw_stages_start(struct gw *g)
+{
+	/* every wakeup's first reading, timers' included (the drains and
+	 * reads read the clock again for their own batches) */
+	ev_check_init(&g->stages.check, on_stage_check);
+	ev_set_priority(&g->stages.check, EV_MAXPRI);
+	ev_check_start(g->loop, &g->stages.check);
+}
+
+void gw_stages_untimed(struct gw *g, uint64_t n)
+{
+	g->stages.untimed += n;
 }
 
 void gw_stages_stats(const struct gw *g, struct counters *out)
@@ -152,4 +190,5 @@ void gw_stages_stats(const struct gw *g, struct counters *out)
 			counters_add(out, names[i][j], v[j], j >= 2);
 		}
 	}
+	counters_add(out, "stage_untimed", g->stages.untimed, 0);
 }
