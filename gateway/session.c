@@ -148,7 +148,6 @@ void gw_sess_finish(struct gw_session *s, int logout)
 
 /* ---- the login's reader --------------------------------------------------- */
 
-
 /* Forgets the gated messages the disk now holds. */
 static void gate_pop(struct gw_session *s)
 {

@@ -90,8 +90,10 @@ void gw_stages_sent(struct gw *g, unsigned k, uint64_t upto)
 	if (upto <= s->sent_upto[k] || !s->sub[k] || !s->sent[k])
 		return; /* nothing new, or a gateway closing that never opened its clock */
 	s->now = mono_ns();
-	if (upto - s->sent_upto[k] > s->cap)
+	if (upto - s->sent_upto[k] > s->cap) {
 		seq = upto - s->cap + 1; /* their slots are newer commands' now */
+		s->untimed += seq - s->sent_upto[k] - 1;
+	}
 	for (; seq <= upto; seq++) {
 		uint32_t i = (uint32_t)(seq & (s->cap - 1));
 
