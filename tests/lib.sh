@@ -111,6 +111,32 @@ wait_for() {
 # socket bound to "any port" (the daemons' request sockets, other tests'
 # clients) cannot take a port of the cluster between the check and the
 # bind: the sequencers of a group start all at once.
+# port_claim BLOCK: claims 200-port block BLOCK for this test ($$, the
+# test's shell even in a $(...) subshell) with an atomic mkdir; a claim
+# whose owner has exited is stale and taken over. Two tests beside each
+# other (make -j2) could otherwise both find a range free and race to bind.
+PORT_CLAIMS=${TMPDIR:-/tmp}/lockstep-test-ports
+port_claim() {
+	local d=$PORT_CLAIMS/$1 owner
+	mkdir -p "$PORT_CLAIMS" 2>/dev/null
+	if mkdir "$d" 2>/dev/null; then
+		echo $$ >"$d/pid"
+		return 0
+	fi
+	owner=$(cat "$d/pid" 2>/dev/null)
+	# No pid yet: its owner is between the mkdir and the echo.
+	[ -n "$owner" ] || return 1
+	kill -0 "$owner" 2>/dev/null && return 1
+	# Stale: whoever renames it away first owns the block.
+	mv "$d" "$d.stale.$$" 2>/dev/null || return 1
+	rm -rf "$d.stale.$$"
+	port_claim "$1"
+}
+port_release() { rm -rf "$PORT_CLAIMS/$1"; }
+
+# free_port_base: the first of 400 ports no socket on this host uses and no
+# other running test has claimed (blocks P/200 and P/200 + 1, held until
+# this test's shell exits).
 free_port_base() {
 	local used p i lo slots=190 base=100
 	used=$(ss -Htuan 2>/dev/null | awk '{print $5}' | sed 's/.*://' | sort -u)
@@ -118,10 +144,16 @@ free_port_base() {
 	if [ "${lo:-0}" -ge 20000 ]; then base=50 slots=$((lo / 200 - 2 - 50)); fi
 	for i in $(seq 1 50); do
 		p=$(( (RANDOM % slots + base) * 200 ))
-		if ! printf '%s\n' "$used" | awk -v lo="$p" -v hi=$((p + 399)) '$1 >= lo && $1 <= hi {f=1} END {exit !f}'; then
-			echo "$p"
-			return 0
+		if printf '%s\n' "$used" | awk -v lo="$p" -v hi=$((p + 399)) '$1 >= lo && $1 <= hi {f=1} END {exit !f}'; then
+			continue
 		fi
+		port_claim $((p / 200)) || continue
+		if ! port_claim $((p / 200 + 1)); then
+			port_release $((p / 200))
+			continue
+		fi
+		echo "$p"
+		return 0
 	done
 	fail "no free port range"
 }
