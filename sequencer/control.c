@@ -105,6 +105,10 @@ const struct config_key seq_config_keys[] = {
 	  "longest randomized election timeout of a group"),
 	K("raft_heartbeat", CONFIG_DURATION, raft_heartbeat_ns, 0, "50ms", 1e5, 60e9, NULL,
 	  "a group's primary tells the standbys it is alive when idle this long"),
+	K("standby_poll", CONFIG_DURATION, standby_poll_ns, 0, "5ms", 0, 1e9, NULL,
+	  "a member that is not primary reads the gateways' commands (which it drops, noting "
+	  "where they came from) this often while they keep coming instead of waking for each "
+	  "datagram; 0: as they come. The primary always reads them as they come"),
 	K("flow_window", CONFIG_UINT, flow_window, 0, "32768", 0, 1 << 30, NULL,
 	  "events the tape may run ahead of a live receiver that states no window of its own (a "
 	  "matcher states what its rcvbuf holds); 0: no flow control at all"),
@@ -147,7 +151,8 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	COUNTER(gap_blocks_requested), COUNTER(gateway_answers), COUNTER(gateway_too_old),
 	COUNTER(commands_lost), COUNTER(retrans_too_old), COUNTER(retrans_budget_refused),
 	COUNTER(drops_injected),
-	COUNTER(kernel_rcvbuf_errors), COUNTER(commands_ignored), COUNTER(raft_received),
+	COUNTER(kernel_rcvbuf_errors), COUNTER(commands_ignored), COUNTER(cmd_reads), GAUGE(cmd_polling),
+	COUNTER(raft_received),
 	COUNTER(raft_malformed), COUNTER(raft_not_member), COUNTER(raft_sent), COUNTER(raft_send_errors),
 	COUNTER(elections), COUNTER(prevotes), COUNTER(votes_granted), COUNTER(appends_received),
 	COUNTER(entries_replicated), COUNTER(raft_requests_sent), COUNTER(raft_requests_served),
@@ -412,6 +417,7 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 		out->timeout_now = rs.timeout_now;
 	}
 	out->commit = s->commit;
+	out->cmd_polling = (uint64_t)s->cmd_polling;
 	out->commit_us_p50 = hist_percentile(&s->commit_ns, 50) / 1000;
 	out->commit_us_p99 = hist_percentile(&s->commit_ns, 99) / 1000;
 	out->commit_us_max = s->commit_ns.max / 1000;

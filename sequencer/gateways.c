@@ -295,17 +295,15 @@ static void cmd_wakeup_end(struct sequencer *s)
 }
 
 /* Datagrams from the gateways: their streams on cmd_fd, answers to our
- * requests on req_fd. */
-static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
+ * requests on req_fd (answer). */
+static int cmd_read(struct sequencer *s, int fd, int answer)
 {
-	struct sequencer *s = w->data;
-	int answer = w == &s->req_io;
-	int r;
+	int r, got = 0;
 
-	(void)loop;
-	(void)revents;
+	if (!answer)
+		s->st.cmd_reads++;
 	for (uint64_t round = 0; round < s->cfg.drain; round++) {
-		int n = net_batch_recv_counted(&s->in, w->fd, answer ? &s->rxq_req : &s->rxq_cmd);
+		int n = net_batch_recv_counted(&s->in, fd, answer ? &s->rxq_req : &s->rxq_cmd);
 
 		r = 0;
 		if (n <= 0) {
@@ -314,17 +312,55 @@ static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 						strerror(-n));
 			break;
 		}
+		got += n;
 		s->now_ns = mono_ns();
 		s->now_wall = wall_ns();
 		for (int i = 0; i < n && r == 0; i++)
 			r = handle_packet(s, net_batch_slot(&s->in, (unsigned)i), s->in.lens[i],
 					  &s->in.addrs[i], answer);
 		if (cmd_round_end(s, r) < 0)
-			return;
+			return -1;
 		if ((unsigned)n < s->in.n)
 			break;
 	}
 	cmd_wakeup_end(s);
+	return got;
+}
+
+/* A non-primary's next read of cmd_fd: in standby_poll. */
+static void cmd_poll_arm(struct sequencer *s)
+{
+	ev_timer_set(&s->cmd_poll, (ev_tstamp)s->cfg.standby_poll_ns / 1e9, 0.);
+	ev_timer_start(s->loop, &s->cmd_poll);
+}
+
+static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct sequencer *s = w->data;
+	int got;
+
+	(void)revents;
+	got = cmd_read(s, w->fd, w == &s->req_io);
+	if (got > 0 && w == &s->cmd_io && s->cmd_polling) {
+		ev_io_stop(loop, w);
+		cmd_poll_arm(s);
+	}
+}
+
+static void on_cmd_poll(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct sequencer *s = container_of(w, struct sequencer, cmd_poll);
+	int got;
+
+	(void)w;
+	(void)revents;
+	got = cmd_read(s, s->cmd_fd, 0);
+	if (got < 0 || !s->cmd_polling)
+		return;
+	if (got > 0)
+		cmd_poll_arm(s);
+	else
+		ev_io_start(loop, &s->cmd_io); /* quiet: the next datagram wakes us */
 }
 
 /* [node] io = uring: both sockets through the ring, a batch a round, each
@@ -461,12 +497,31 @@ void seq_gw_start(struct sequencer *s)
 	ev_io_init(&s->req_io, on_cmd_readable, s->req_fd, EV_READ);
 	s->cmd_io.data = s->req_io.data = s;
 	ev_init(&s->rx_timer, on_rx_timer);
+	ev_init(&s->cmd_poll, on_cmd_poll);
+	s->gw_started = 1;
 	if (iopath_uring(&s->io)) {
 		iopath_start(&s->io, s->loop, on_cmd_uring, s);
 		return;
 	}
 	ev_io_start(s->loop, &s->cmd_io);
 	ev_io_start(s->loop, &s->req_io);
+	seq_gw_mode(s);
+}
+
+void seq_gw_mode(struct sequencer *s)
+{
+	int polling = s->state != SEQ_PRIMARY && s->cfg.standby_poll_ns > 0;
+
+	if (!s->gw_started || iopath_uring(&s->io) || s->state == SEQ_STOPPED ||
+	    polling == s->cmd_polling)
+		return;
+	s->cmd_polling = polling;
+	if (polling || !ev_is_active(&s->cmd_poll))
+		return; /* cmd_io waits for the next datagram */
+	ev_timer_stop(s->loop, &s->cmd_poll);
+	ev_io_start(s->loop, &s->cmd_io);
+	/* what the last poll left is read now, not at the next datagram */
+	ev_feed_event(s->loop, &s->cmd_io, EV_READ);
 }
 
 void seq_gw_close(struct sequencer *s)

@@ -308,6 +308,7 @@ static void io_role(void *ctx, enum raft_role role, uint64_t term, int primary)
 		s->state = st;
 		s->primary_id = primary;
 		become_primary(s, term);
+		seq_gw_mode(s);
 		return;
 	}
 	if (s->state == SEQ_PRIMARY && st != SEQ_PRIMARY) {
@@ -331,6 +332,7 @@ static void io_role(void *ctx, enum raft_role role, uint64_t term, int primary)
 			 (unsigned long long)term);
 	s->state = st;
 	s->primary_id = primary;
+	seq_gw_mode(s);
 }
 
 static void io_apply(void *ctx, uint64_t from, uint64_t to)

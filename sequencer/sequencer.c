@@ -635,6 +635,7 @@ static void stop_watchers(struct sequencer *s)
 	ev_io_stop(s->loop, &s->sync_io);
 	ev_timer_stop(s->loop, &s->raft_timer);
 	ev_io_stop(s->loop, &s->cmd_io);
+	ev_timer_stop(s->loop, &s->cmd_poll);
 	ev_io_stop(s->loop, &s->req_io);
 	iopath_stop(&s->io, s->loop);
 	ev_io_stop(s->loop, &s->retrans_io);

@@ -70,6 +70,7 @@ struct seq_config {
 	char gateways[1024]; /* the hosts commands may come from ("": any member) */
 	uint64_t election_min_ns, election_max_ns; /* randomized election timeout */
 	uint64_t raft_heartbeat_ns; /* the primary's HEARTBEAT when idle this long */
+	uint64_t standby_poll_ns; /* a non-primary reads the command socket this often; 0: as it comes */
 	/* the tape's flow control (flow.c) */
 	uint64_t flow_window; /* events the tape may run ahead of a receiver; 0: off */
 	uint64_t flow_timeout_ns; /* a receiver not heard this long is forgotten */
@@ -125,6 +126,8 @@ struct seq_stats {
 	uint64_t kernel_rcvbuf_errors; /* the host's UDP RcvbufErrors (/proc/net/snmp) */
 	/* the group */
 	uint64_t commands_ignored; /* command datagrams that reached a standby */
+	uint64_t cmd_reads; /* times the command socket was read (a wakeup, or a standby_poll) */
+	uint64_t cmd_polling; /* 1: the command socket is read by standby_poll (not primary) */
 	uint64_t raft_received; /* well-formed raft datagrams */
 	uint64_t raft_malformed; /* raft datagrams refused */
 	uint64_t raft_not_member; /* well tagged, but not from the address of the node they name */
