@@ -105,10 +105,11 @@ const struct config_key seq_config_keys[] = {
 	  "longest randomized election timeout of a group"),
 	K("raft_heartbeat", CONFIG_DURATION, raft_heartbeat_ns, 0, "50ms", 1e5, 60e9, NULL,
 	  "a group's primary tells the standbys it is alive when idle this long"),
-	K("standby_poll", CONFIG_DURATION, standby_poll_ns, 0, "5ms", 0, 1e9, NULL,
+	K("standby_poll", CONFIG_DURATION, standby_poll_ns, 0, "5ms", 0, 100e6, NULL,
 	  "a member that is not primary reads the gateways' commands (which it drops, noting "
-	  "where they came from) this often while they keep coming instead of waking for each "
-	  "datagram; 0: as they come. The primary always reads them as they come"),
+	  "where they came from) this often while they come closer together than this, instead "
+	  "of waking for each datagram; 0: as they come. The primary always reads them as they "
+	  "come"),
 	K("flow_window", CONFIG_UINT, flow_window, 0, "32768", 0, 1 << 30, NULL,
 	  "events the tape may run ahead of a live receiver that states no window of its own (a "
 	  "matcher states what its rcvbuf holds); 0: no flow control at all"),

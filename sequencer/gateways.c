@@ -296,7 +296,9 @@ static void cmd_wakeup_end(struct sequencer *s)
 
 /* Datagrams from the gateways: their streams on cmd_fd, answers to our
  * requests on req_fd (answer). */
-static int cmd_read(struct sequencer *s, int fd, int answer)
+/* Reads fd: the datagrams read (-1 after a fatal journal error), *more
+ * set when the drain limit ended the read before the socket was empty. */
+static int cmd_read(struct sequencer *s, int fd, int answer, int *more)
 {
 	int r, got = 0;
 
@@ -322,45 +324,53 @@ static int cmd_read(struct sequencer *s, int fd, int answer)
 			return -1;
 		if ((unsigned)n < s->in.n)
 			break;
+		*more = round + 1 == s->cfg.drain;
 	}
 	cmd_wakeup_end(s);
 	return got;
 }
 
-/* A non-primary's next read of cmd_fd: in standby_poll. */
-static void cmd_poll_arm(struct sequencer *s)
+/* A non-primary's next read of cmd_fd: in standby_poll (at once when
+ * the last one left datagrams behind). */
+static void cmd_poll_arm(struct sequencer *s, int now)
 {
-	ev_timer_set(&s->cmd_poll, (ev_tstamp)s->cfg.standby_poll_ns / 1e9, 0.);
+	ev_io_stop(s->loop, &s->cmd_io);
+	ev_timer_set(&s->cmd_poll, now ? 0. : (ev_tstamp)s->cfg.standby_poll_ns / 1e9, 0.);
 	ev_timer_start(s->loop, &s->cmd_poll);
 }
 
 static void on_cmd_readable(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sequencer *s = w->data;
-	int got;
+	uint64_t last = s->cmd_woken_ns;
+	int got, more = 0;
 
+	(void)loop;
 	(void)revents;
-	got = cmd_read(s, w->fd, w == &s->req_io);
-	if (got > 0 && w == &s->cmd_io && s->cmd_polling) {
-		ev_io_stop(loop, w);
-		cmd_poll_arm(s);
-	}
+	got = cmd_read(s, w->fd, w == &s->req_io, &more);
+	if (got <= 0 || w != &s->cmd_io || !s->cmd_polling)
+		return;
+	/* datagrams closer together than standby_poll: read by the timer
+	 * while they keep coming; sparse ones (heartbeats) wake us each */
+	s->cmd_woken_ns = s->now_ns;
+	if (more || s->now_ns - last < s->cfg.standby_poll_ns)
+		cmd_poll_arm(s, more);
 }
 
 static void on_cmd_poll(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct sequencer *s = container_of(w, struct sequencer, cmd_poll);
-	int got;
+	int got, more = 0;
 
 	(void)w;
 	(void)revents;
-	got = cmd_read(s, s->cmd_fd, 0);
-	if (got < 0 || !s->cmd_polling)
+	got = cmd_read(s, s->cmd_fd, 0, &more);
+	if (got < 0)
 		return;
-	if (got > 0)
-		cmd_poll_arm(s);
+	if (got > 0 && s->cmd_polling)
+		cmd_poll_arm(s, more);
 	else
-		ev_io_start(loop, &s->cmd_io); /* quiet: the next datagram wakes us */
+		ev_io_start(loop, &s->cmd_io); /* quiet, or primary now: each datagram wakes us */
 }
 
 /* [node] io = uring: both sockets through the ring, a batch a round, each
@@ -516,9 +526,11 @@ void seq_gw_mode(struct sequencer *s)
 	    polling == s->cmd_polling)
 		return;
 	s->cmd_polling = polling;
-	if (polling || !ev_is_active(&s->cmd_poll))
+	if (polling)
 		return; /* cmd_io waits for the next datagram */
 	ev_timer_stop(s->loop, &s->cmd_poll);
+	if (ev_is_active(&s->cmd_io))
+		return;
 	ev_io_start(s->loop, &s->cmd_io);
 	/* what the last poll left is read now, not at the next datagram */
 	ev_feed_event(s->loop, &s->cmd_io, EV_READ);

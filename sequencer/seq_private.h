@@ -99,6 +99,7 @@ struct sequencer {
 	ev_timer cmd_poll; /* a non-primary's reads of cmd_fd ([sequencer] standby_poll) */
 	int gw_started; /* seq_gw_start ran: cmd_io and cmd_poll are set up */
 	int cmd_polling; /* cmd_fd is read by cmd_poll while datagrams keep coming */
+	uint64_t cmd_woken_ns; /* the last datagram that woke a non-primary's cmd_io */
 	ev_timer heartbeat;
 	uint64_t last_tape_send_ns;
 	uint64_t last_event_ns; /* when the last event was sequenced (a time event when idle) */
@@ -217,12 +218,13 @@ void seq_tape_publish(struct sequencer *s, uint64_t from, uint64_t to);
  * timer. */
 void seq_gw_start(struct sequencer *s);
 /* After a change of role: the primary reads the command socket as
- * datagrams come (cmd_io); any other member, once a datagram woke it,
- * reads it every standby_poll (cmd_poll) while more keep coming, and waits
- * on cmd_io again after a read that found none: the gateways' commands,
- * sent to every member, wake a standby at most once a standby_poll, and an
- * idle one not at all. Not under [node] io = uring (the ring reads both
- * sockets as they come). */
+ * datagrams come (cmd_io); any other member does too while they come
+ * further apart than standby_poll (a gateway's heartbeats), and when they
+ * come closer together reads it every standby_poll instead (cmd_poll,
+ * at once while a read leaves some behind), back on cmd_io after a read
+ * that found none: the gateways' commands, sent to every member, wake a
+ * busy standby about once a standby_poll, not once a datagram. Not under
+ * [node] io = uring (the ring reads both sockets as they come). */
 void seq_gw_mode(struct sequencer *s);
 /* Raises the next expected number of the gateway that sent the command in
  * a journalled event (peeked once by the caller, who also notes its day).

@@ -71,9 +71,11 @@ at_commit() { [ "$(status_get matcher-1 seq)" -ge "$1" ] && [ "$(status_get matc
 variant() {
 	local label=$1 A=$ROOT/$1-a B=$ROOT/$1-b PA PB tape ex d n v s c pr sent hashes=()
 	shift
-	PA=$(free_port_base)
+	free_port_base
+	PA=$PORT_BASE
 	up "$A" "$PA" --cluster alpha
-	PB=$(free_port_base)
+	free_port_base
+	PB=$PORT_BASE
 	[ "$PB" != "$PA" ] || fail "the same port base twice"
 	tape=239.255.0.1:$((PA + 102)) ex=239.255.0.2:$((PA + 103))
 	up "$B" "$PB" "$@" --set "sequencer.tape_group=$tape" --set "matcher.tape_group=$tape" \

@@ -30,7 +30,8 @@ command -v python3 >/dev/null || skip "no python3"
 FEED=$top_builddir/lockstep-feed
 SIM=$top_srcdir/tests/feedsim.py
 use_tmpdir lockstep-feed
-P=$(free_port_base)
+free_port_base
+P=$PORT_BASE
 A=239.255.77.1:$((P + 1))
 B=239.255.77.2:$((P + 2))
 RT=$((P + 3))

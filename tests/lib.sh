@@ -111,34 +111,30 @@ wait_for() {
 # socket bound to "any port" (the daemons' request sockets, other tests'
 # clients) cannot take a port of the cluster between the check and the
 # bind: the sequencers of a group start all at once.
-# port_claim BLOCK: claims 200-port block BLOCK for this test ($$, the
-# test's shell even in a $(...) subshell) with an atomic mkdir; a claim
-# whose owner has exited is stale and taken over. Two tests beside each
-# other (make -j2) could otherwise both find a range free and race to bind.
-PORT_CLAIMS=${TMPDIR:-/tmp}/lockstep-test-ports
+# Port claims: each cluster's 400 ports are two 200-port blocks, each
+# claimed by an flock on $PORT_CLAIMS/BLOCK that the test's shell holds
+# (an fd it keeps open; the daemons it starts inherit it) until it and they
+# exit, when the kernel lets go of it: two tests beside each other (make
+# -j2) that both find a range free cannot both take it. One directory a user.
+PORT_CLAIMS=${TMPDIR:-/tmp}/lockstep-test-ports.$(id -u)
+# port_claim BLOCK: 0 when this shell now holds BLOCK.
 port_claim() {
-	local d=$PORT_CLAIMS/$1 owner
+	local fd
 	mkdir -p "$PORT_CLAIMS" 2>/dev/null
-	if mkdir "$d" 2>/dev/null; then
-		echo $$ >"$d/pid"
+	exec {fd}>>"$PORT_CLAIMS/$1" || return 1
+	if flock -n "$fd"; then
 		return 0
 	fi
-	owner=$(cat "$d/pid" 2>/dev/null)
-	# No pid yet: its owner is between the mkdir and the echo.
-	[ -n "$owner" ] || return 1
-	kill -0 "$owner" 2>/dev/null && return 1
-	# Stale: whoever renames it away first owns the block.
-	mv "$d" "$d.stale.$$" 2>/dev/null || return 1
-	rm -rf "$d.stale.$$"
-	port_claim "$1"
+	exec {fd}>&-
+	return 1
 }
-port_release() { rm -rf "$PORT_CLAIMS/$1"; }
 
-# free_port_base: the first of 400 ports no socket on this host uses and no
-# other running test has claimed (blocks P/200 and P/200 + 1, held until
-# this test's shell exits).
+# free_port_base: PORT_BASE, the first of 400 ports no socket on this host
+# uses and no other running test has claimed (port_claim). In the test's
+# own shell, not in $(...): the claim would end with the subshell.
 free_port_base() {
 	local used p i lo slots=190 base=100
+	[ "$BASHPID" = "$$" ] || fail "free_port_base in a subshell: its claim would end with it"
 	used=$(ss -Htuan 2>/dev/null | awk '{print $5}' | sed 's/.*://' | sort -u)
 	lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 0)
 	if [ "${lo:-0}" -ge 20000 ]; then base=50 slots=$((lo / 200 - 2 - 50)); fi
@@ -147,12 +143,8 @@ free_port_base() {
 		if printf '%s\n' "$used" | awk -v lo="$p" -v hi=$((p + 399)) '$1 >= lo && $1 <= hi {f=1} END {exit !f}'; then
 			continue
 		fi
-		port_claim $((p / 200)) || continue
-		if ! port_claim $((p / 200 + 1)); then
-			port_release $((p / 200))
-			continue
-		fi
-		echo "$p"
+		port_claim $((p / 200)) && port_claim $((p / 200 + 1)) || continue
+		PORT_BASE=$p
 		return 0
 	done
 	fail "no free port range"
@@ -166,7 +158,8 @@ SEQUENCERS=${LOCKSTEP_TEST_SEQUENCERS:-1}
 # cluster_up [ops/cluster up options]: a cluster in $T (a new temp dir) on $P.
 cluster_up() {
 	T=$(tmpdir_new)
-	P=$(free_port_base)
+	free_port_base
+	P=$PORT_BASE
 	trap cluster_cleanup EXIT
 	if ! "$CLUSTER" up --dir "$T" --port "$P" --sequencers "$SEQUENCERS" "$@" >"$T/up.out" 2>&1; then
 		cat "$T/up.out" >&2
@@ -480,8 +473,9 @@ ms_now() { echo $(($(date +%s%N) / 1000000)); }
 run_drill() {
 	local limit=$1 d=$2 o=$T/$2.out
 	shift 2
+	free_port_base
 	if ! timeout -k 10 "$limit" "$top_srcdir/ops/drill" "$d" "$@" --dir "$T/$d" \
-		--port "$(free_port_base)" >"$o" 2>&1; then
+		--port "$PORT_BASE" >"$o" 2>&1; then
 		cat "$o"
 		dump_logs 20 "$T/$d"/seq-*.log
 		fail "drill $d $*"
