@@ -295,9 +295,9 @@ static void cmd_wakeup_end(struct sequencer *s)
 }
 
 /* Datagrams from the gateways: their streams on cmd_fd, answers to our
- * requests on req_fd (answer). */
-/* Reads fd: the datagrams read (-1 after a fatal journal error), *more
- * set when the drain limit ended the read before the socket was empty. */
+ * requests on req_fd (answer). The datagrams read (-1 after a fatal
+ * journal error), *more set when the drain limit ended the read before the
+ * socket was empty. */
 static int cmd_read(struct sequencer *s, int fd, int answer, int *more)
 {
 	int r, got = 0;
