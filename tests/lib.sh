@@ -105,12 +105,6 @@ wait_for() {
 	try_for "$1" "${@:3}" || fail "$what: not after $1 s"
 }
 
-# A port base P such that P..P+399 are free for TCP and UDP (a cluster
-# uses up to P+300+M with --receivers M). Below the
-# kernel's ephemeral range where it leaves room (10000 up to it), so that a
-# socket bound to "any port" (the daemons' request sockets, other tests'
-# clients) cannot take a port of the cluster between the check and the
-# bind: the sequencers of a group start all at once.
 # Port claims: each cluster's 400 ports are two 200-port blocks, each
 # claimed by an flock on $PORT_CLAIMS/BLOCK that the test's shell holds
 # (an fd it keeps open; the daemons it starts inherit it) until it and they
@@ -132,6 +126,12 @@ port_claim() {
 # free_port_base: PORT_BASE, the first of 400 ports no socket on this host
 # uses and no other running test has claimed (port_claim). In the test's
 # own shell, not in $(...): the claim would end with the subshell.
+# P..P+399 must be free for TCP and UDP (a cluster uses up to P+300+M with
+# --receivers M). Below the kernel's ephemeral range where it leaves room
+# (10000 up to it), so that a socket bound to "any port" (the daemons'
+# request sockets, other tests' clients) cannot take a port of the cluster
+# between the check and the bind: the sequencers of a group start all at
+# once.
 free_port_base() {
 	local used p i lo slots=190 base=100
 	[ "$BASHPID" = "$$" ] || fail "free_port_base in a subshell: its claim would end with it"
