@@ -47,6 +47,9 @@ struct node_config {
 	/* bytes a second each retransmission server of the node answers one
 	 * source address (common/srcbudget.h; 0: no limit) */
 	uint64_t retrans_budget;
+	/* bytes of zeros a synced journal keeps written ahead of its records
+	 * (journal_options.ahead; 0: plain appends) */
+	uint64_t journal_ahead;
 	/* the cluster key (common/auth_node.h) */
 	char cluster[32];
 	int auth; /* enum auth_mode */
@@ -89,6 +92,11 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	  "bytes a second a retransmission server answers one source address (a burst of as " \
 	  "much); requests past it go unanswered, counted as retrans_budget_refused (0: no " \
 	  "limit)" }, \
+	{ "node", "journal_ahead", CONFIG_SIZE, offsetof(type, member.journal_ahead), 0, "256K", \
+	  0, 16u << 20, NULL, \
+	  "zeros a synced journal keeps written ahead of its records, so that a sync overwrites " \
+	  "blocks the file has (no new size or block for the filesystem to commit: cheaper " \
+	  "syncs); at most 16M, 0: plain appends" }, \
 	{ "node", "cluster", CONFIG_STRING, offsetof(type, member.cluster), \
 	  sizeof(((type *)0)->member.cluster), "lockstep", 0, 0, NULL, \
 	  "the cluster's name, part of every datagram's tag: two clusters never mix, even " \

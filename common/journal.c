@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -180,6 +181,42 @@ int journal_data_sync(struct journal *j)
 	return 0;
 }
 
+int journal_all_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t zero[64];
+
+	for (; n >= sizeof(zero); p += sizeof(zero), n -= sizeof(zero))
+		if (memcmp(p, zero, sizeof(zero)) != 0)
+			return 0;
+	return n == 0 || memcmp(p, zero, n) == 0;
+}
+
+#define ZERO_CHUNK (64u << 10)
+
+/* Keeps journal_options.ahead bytes of zeros written past the records: one
+ * pwritev of a static zero chunk, when less than a quarter is left. A
+ * failure (a full disk) is left to the records' own writes; a short write
+ * counts what it wrote. */
+static void zeros_ahead(struct journal *j)
+{
+	static const uint8_t zero[ZERO_CHUNK];
+	struct iovec iov[JOURNAL_AHEAD_MAX / ZERO_CHUNK];
+	uint64_t want = j->opt.ahead, left = j->zhi - j->wbase;
+	size_t n = 0;
+	ssize_t w;
+
+	if (!want || j->opt.fsync == JOURNAL_FSYNC_NONE || left >= want / 4)
+		return;
+	for (uint64_t add = want - left; add && n < sizeof(iov) / sizeof(*iov); n++) {
+		iov[n].iov_base = (void *)zero;
+		iov[n].iov_len = add < ZERO_CHUNK ? (size_t)add : ZERO_CHUNK;
+		add -= iov[n].iov_len;
+	}
+	w = pwritev(j->wfd, iov, (int)n, (off_t)j->zhi);
+	if (w > 0)
+		j->zhi += (uint64_t)w;
+}
+
 int journal_wbuf_write(struct journal *j)
 {
 	int r;
@@ -190,10 +227,33 @@ int journal_wbuf_write(struct journal *j)
 	if (r < 0)
 		return r;
 	j->wbase += j->wlen;
+	j->wrote = 1;
+	if (j->zhi < j->wbase)
+		j->zhi = j->wbase;
 	j->wlen = 0;
 	j->unsynced = 1;
 	j->written = j->want - 1;
+	zeros_ahead(j);
 	return 0;
+}
+
+/* The zeros ahead off the file (no sync). */
+static int zeros_drop(struct journal *j)
+{
+	if (j->wfd < 0 || j->zhi <= j->wbase)
+		return 0;
+	if (ftruncate(j->wfd, (off_t)j->wbase) < 0)
+		return -errno;
+	j->zhi = j->wbase;
+	j->unsynced = 1;
+	return 0;
+}
+
+int journal_zeros_cut(struct journal *j)
+{
+	int r = zeros_drop(j);
+
+	return r < 0 || j->opt.fsync == JOURNAL_FSYNC_NONE ? r : journal_data_sync(j);
 }
 
 /* Creates segment `first`, its header written, as the new last segment. */
@@ -229,7 +289,7 @@ static int seg_create(struct journal *j, uint64_t first)
 		close(j->wfd);
 	j->wfd = fd;
 	journal_sync_fd_set(j);
-	j->wbase = SEG_HDR;
+	j->wbase = j->zhi = SEG_HDR;
 	j->wlen = 0;
 	j->unsynced = 1;
 	s = &j->segs[j->nsegs++];
@@ -245,6 +305,10 @@ static int seg_roll(struct journal *j)
 {
 	int r = journal_wbuf_write(j);
 
+	/* A segment before the last ends at its records (an open takes zeros
+	 * only at the last one's end), synced before the next has a name. */
+	if (r == 0)
+		r = zeros_drop(j);
 	/* Inline, whatever the thread was asked for: once the thread's
 	 * descriptor moves to the new segment (seg_create), a sync it had not
 	 * begun would land there and count the old segment's tail as synced. */
@@ -370,7 +434,9 @@ static int cut_last(struct journal *j, struct jseg *s)
 		return 0;
 	}
 	j->wlen = 0;
-	j->wbase = s->size;
+	/* what is cut, zeros ahead included, goes from the file: records cut
+	 * must not read back after a crash, and zeros are made again */
+	j->wbase = j->zhi = s->size;
 	if (ftruncate(j->wfd, (off_t)s->size) < 0)
 		return -errno;
 	if (j->opt.fsync != JOURNAL_FSYNC_NONE && fdatasync(j->wfd) < 0)

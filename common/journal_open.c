@@ -27,7 +27,17 @@ struct cut {
 	uint64_t seq; /* first sequence number not kept */
 	uint64_t offset; /* in the bad segment; 0: the whole file goes */
 	int bad_header; /* the header is whole but wrong */
+	/* the bad record may be one its writer is still writing (journal_refresh) */
+	int unfinished;
 };
+
+#define SECTOR 512u
+/* Zeros in one sector that make a bad record torn: TORN_ZEROS of it, or
+ * TORN_ZEROS_AT_START from its start (its length, and its seq's low half:
+ * never all zero in a record), or its end from its CRC on (a CRC that is
+ * zero by chance: 1 in 2^32). Fewer cannot be told from damage. */
+#define TORN_ZEROS 32u
+#define TORN_ZEROS_AT_START 8u
 
 
 /* Accepts exactly the names journal_seg_name() makes. */
@@ -98,6 +108,8 @@ static const char *check_record(const uint8_t *p, size_t avail, uint64_t at, uin
 {
 	uint32_t len;
 
+	if (journal_all_zero(p, avail < REC_OVERHEAD ? avail : REC_OVERHEAD))
+		return "zeroed record"; /* (a good record's header holds its seq, >= 1) */
 	if (avail < REC_HDR)
 		return "torn record";
 	len = get_le32(p);
@@ -114,6 +126,21 @@ static const char *check_record(const uint8_t *p, size_t avail, uint64_t at, uin
 	if (at + REC_OVERHEAD + len > UINT32_MAX)
 		return "segment too large";
 	return NULL;
+}
+
+/* Whether the bad record at p (avail bytes on) may be one a writer is still
+ * copying in over zeros ahead, or past the end of the file: torn, its
+ * header zero, or its CRC still zero. */
+static int record_unfinished(const uint8_t *p, size_t avail)
+{
+	uint32_t len;
+
+	if (avail < REC_OVERHEAD || journal_all_zero(p, REC_HDR))
+		return 1;
+	len = get_le32(p);
+	if (len > JOURNAL_MAX_RECORD)
+		return 0;
+	return avail < REC_OVERHEAD + len || journal_all_zero(p + REC_HDR + len, 4);
 }
 
 /* The scan's reader: the buffer (SCAN_CHUNK bytes, or less for a smaller
@@ -259,8 +286,10 @@ static int scan_segment(struct journal *j, int fd, uint64_t name, struct scan_bu
 		cut->offset = b->base + b->pos;
 		cut->seq = seq;
 		cut->reason = check_record(p, b->have - b->pos, cut->offset, seq);
-		if (cut->reason)
+		if (cut->reason) {
+			cut->unfinished = record_unfinished(p, b->have - b->pos);
 			break;
+		}
 		if ((r = scan_note(j, s, p, (uint32_t)cut->offset, seq)) < 0)
 			return r;
 		seq++;
@@ -348,6 +377,77 @@ static int good_record_after(struct journal *j, uint64_t name, const struct cut 
 	return n < 0 ? (int)n : found;
 }
 
+/* Whether part of the bad record at p (n bytes of its segment from offset
+ * `off` on) that lies in one sector is all zeros (journal.h): an overwrite
+ * of zeros ahead that did not reach the disk. Its extent is what its length
+ * says, or all n bytes when the length cannot be right. */
+static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off)
+{
+	size_t ext = n;
+
+	if (n >= 4 && get_le32(p) <= JOURNAL_MAX_RECORD && REC_OVERHEAD + get_le32(p) <= n)
+		ext = REC_OVERHEAD + get_le32(p);
+	for (size_t a = 0, b; a < ext; a = b) {
+		b = (size_t)(((off + a) / SECTOR + 1) * SECTOR - off);
+		if (b > ext)
+			b = ext;
+		if ((b - a >= TORN_ZEROS || (a == 0 && b - a >= TORN_ZEROS_AT_START) ||
+		     (b == ext && b - a >= 4)) &&
+		    journal_all_zero(p + a, b - a))
+			return 1;
+	}
+	return 0;
+}
+
+/* Reads what follows offset `off` in segment `name`: up to cap bytes into
+ * buf (*n of them), and the file's size. */
+static int seg_read_after(struct journal *j, uint64_t name, uint64_t off, uint8_t *buf, size_t cap,
+			  size_t *n, uint64_t *size)
+{
+	char fname[32];
+	struct stat st;
+	ssize_t got = 0;
+	int fd;
+
+	journal_seg_name(fname, name);
+	fd = openat(j->dfd, fname, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		got = -errno;
+	else if ((uint64_t)st.st_size > off)
+		got = journal_pread_full(fd, buf, cap, off);
+	close(fd);
+	if (got < 0)
+		return (int)got;
+	*n = (size_t)got;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* 1 when segment `name` holds nothing but zeros from `off` to its end (the
+ * zeros ahead of a writer that did not close): the segment ends at off (a
+ * writer writes its records over them, and keeps them as its zeros ahead);
+ * 0 when something else follows; or -errno. */
+static int zero_tail(struct journal *j, uint64_t name, uint64_t off, struct journal_report *rep)
+{
+	uint8_t *buf = malloc(SCAN_CHUNK);
+	uint64_t at = off, size = off + 1;
+	size_t n = 1;
+	int r = buf ? 0 : -ENOMEM, zero = 1;
+
+	while (r == 0 && zero && at < size && n > 0) {
+		r = seg_read_after(j, name, at, buf, SCAN_CHUNK, &n, &size);
+		zero = r == 0 && journal_all_zero(buf, n);
+		at += n;
+	}
+	free(buf);
+	if (r < 0 || !zero)
+		return r;
+	rep->zero_bytes = size - off;
+	return 1;
+}
+
 /* Whether the bad spot in segment names[bad] of count is damage (see
  * journal.h) rather than a torn tail. */
 static int is_damage(struct journal *j, const uint64_t *names, size_t count, size_t bad,
@@ -361,6 +461,19 @@ static int is_damage(struct journal *j, const uint64_t *names, size_t count, siz
 		return 1; /* a missing segment */
 	if (strcmp(cut->reason, "torn segment header") == 0)
 		return 0; /* the crash came as the segment was made */
+	if (cut->offset) { /* an overwrite torn by a power cut, whatever follows */
+		uint8_t *p = malloc(REC_MAX);
+		uint64_t size;
+		size_t n = 0;
+		int r = p ? seg_read_after(j, names[bad], cut->offset, p, REC_MAX, &n, &size)
+			  : -ENOMEM;
+
+		if (r == 0)
+			r = torn_in_sector(p, n, cut->offset);
+		free(p);
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
 	return good_record_after(j, names[bad], cut);
 }
 
@@ -392,6 +505,9 @@ static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
 	if (r < 0 || !cut.reason)
 		return r;
 	i--;
+	if (i + 1 == count && strcmp(cut.reason, "zeroed record") == 0 &&
+	    (r = zero_tail(j, names[i], cut.offset, rep)) != 0)
+		return r < 0 ? r : 0; /* the end of the records, not a cut */
 	rep->bad_seq = cut.seq;
 	rep->bad_offset = cut.offset;
 	rep->bad_reason = cut.reason;
@@ -434,7 +550,7 @@ static int scan_from(struct scan_buf *b, int fd, uint64_t from)
 
 /* The last segment's records written since it was scanned, up to the
  * first that is not whole yet (its writer is at it; the next refresh
- * takes it). A record whole but wrong (its writer cut the tail and wrote
+ * takes it: record_unfinished). A record whole but wrong (its writer cut the tail and wrote
  * another: a sequencer's standby) is -EIO, a file shorter than what was
  * read (cut, or made again) -ESTALE: what was read is no longer the
  * journal. The index moves record by record, so an error leaves it whole. */
@@ -460,7 +576,7 @@ static int refresh_tail(struct journal *j, struct scan_buf *b)
 		const char *bad = check_record(p, b->have - b->pos, b->base + b->pos, j->want);
 
 		if (bad) {
-			if (strcmp(bad, "torn record") != 0)
+			if (!record_unfinished(p, b->have - b->pos))
 				r = -EIO;
 			break;
 		}
@@ -505,7 +621,7 @@ int journal_refresh(struct journal *j)
 		}
 		r = scan_segment(j, fd, names[i], &b, &cut);
 		close(fd);
-		if (r == 0 && cut.reason && strcmp(cut.reason, "torn record") != 0 &&
+		if (r == 0 && cut.reason && !cut.unfinished &&
 		    strcmp(cut.reason, "torn segment header") != 0)
 			r = -EIO; /* whole and wrong: not a writer at work */
 		if (cut.reason)
@@ -585,6 +701,11 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 		j->opt.segment_bytes = SEGMENT_LIMIT;
 	if (!j->opt.interval_ms)
 		j->opt.interval_ms = 100;
+	if (j->opt.read_only || j->opt.fsync == JOURNAL_FSYNC_NONE)
+		j->opt.ahead = 0;
+	if (j->opt.ahead > JOURNAL_AHEAD_MAX)
+		j->opt.ahead = JOURNAL_AHEAD_MAX;
+	j->opt.ahead = (j->opt.ahead + 4095u) & ~4095u;
 	j->dfd = j->wfd = j->rfd = j->async.efd = j->async.go = j->async.sfd = -1;
 	j->want = 1;
 	if (j->opt.no_index && !j->opt.read_only) {
@@ -625,6 +746,7 @@ int journal_open(struct journal **out, const char *dir, const struct journal_opt
 			goto out_free;
 		}
 		j->wbase = tail(j)->size;
+		j->zhi = j->wbase + report->zero_bytes;
 		j->written = journal_last_seq(j);
 		/* What a crash left in the page cache is on disk from now on. */
 		if (j->opt.fsync == JOURNAL_FSYNC_DISK &&
@@ -674,7 +796,14 @@ void journal_close(struct journal *j)
 	/* what the thread was asked for and had not synced when it stopped */
 	if (j->written > atomic_load(&j->async.done) && j->written > j->durable)
 		j->unsynced = 1;
-	if (!j->opt.read_only && journal_wbuf_write(j) == 0 && j->opt.fsync != JOURNAL_FSYNC_NONE)
-		journal_data_sync(j);
+	if (!j->opt.read_only && journal_wbuf_write(j) == 0) {
+		/* the records on disk first: a failed cut of the zeros after
+		 * them (they read as the end) loses nothing; a journal only
+		 * opened and closed is left as it was */
+		if (j->opt.fsync != JOURNAL_FSYNC_NONE)
+			journal_data_sync(j);
+		if (j->wrote)
+			journal_zeros_cut(j);
+	}
 	free_journal(j);
 }

@@ -38,6 +38,7 @@
 #define REC_MAX (REC_OVERHEAD + JOURNAL_MAX_RECORD)
 #define WBUF_SIZE (256u << 10) /* holds several records of REC_MAX */
 #define SEQ_MAX (UINT64_MAX - 1) /* so that last + 1 never wraps */
+#define JOURNAL_AHEAD_MAX (16u << 20) /* journal_options.ahead's cap */
 
 /* The index is sparse: where every IDX_EVERY-th record of a segment starts
  * (about 0.06 bytes a record); a lookup steps over at most IDX_EVERY - 1
@@ -90,6 +91,10 @@ struct journal {
 			* WBUF_SIZE bytes from the first append */
 	size_t wlen;
 	uint64_t wbase;
+	/* how far the last segment's file is written, records and zeros ahead
+	 * (journal_options.ahead): at least wbase */
+	uint64_t zhi;
+	int wrote; /* the file was written since the open (a close cuts the zeros) */
 	int unsynced; /* written since the last fdatasync */
 	int roll_next; /* journal_roll: the next append starts a segment */
 	uint64_t written; /* the last seq written out of the write buffer (0: none) */
@@ -194,9 +199,16 @@ int journal_data_sync(struct journal *j);
 int journal_sync_start(struct journal *j);
 /* After records after seq were removed: nothing after seq is durable. */
 void journal_durable_cut(struct journal *j, uint64_t seq);
-/* Writes the write buffer out (no sync). On failure the buffer is kept and a
+/* Writes the write buffer out (no sync), and zeros ahead of it when they
+ * run short (journal_options.ahead). On failure the buffer is kept and a
  * later call writes it again at the same offset. */
 int journal_wbuf_write(struct journal *j);
+/* Cuts the zeros ahead off the last segment's file (a roll, a close), so
+ * that it ends at its records, and syncs it unless the policy is NONE.
+ * 0 or -errno. */
+int journal_zeros_cut(struct journal *j);
+/* 1 when the n bytes at p are all zero. */
+int journal_all_zero(const uint8_t *p, size_t n);
 
 /* The segment holding seq, which must be in the journal. */
 static inline unsigned seg_find(const struct journal *j, uint64_t seq)

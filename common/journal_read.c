@@ -90,6 +90,19 @@ uint64_t journal_term_at(const struct journal *j, uint64_t seq)
 	return j->runs[journal_last_at(j->runs, j->nruns, sizeof(*j->runs), seq)].term;
 }
 
+/* Of n bytes read from segment k at off, those of records known: not past
+ * what is written (the rest is the write buffer's) nor past the records
+ * taken in (beyond them a writer's zeros ahead or records not yet
+ * refreshed: kept in no cache). */
+static ssize_t seg_known(const struct journal *j, unsigned k, uint64_t off, ssize_t n)
+{
+	uint64_t end = k == j->nsegs - 1 && j->wfd >= 0 ? j->wbase : j->segs[k].size;
+
+	if (off >= end)
+		return 0;
+	return off + (uint64_t)n > end ? (ssize_t)(end - off) : n;
+}
+
 int journal_bytes_at(struct journal *j, unsigned k, uint64_t off, size_t need, const uint8_t **p)
 {
 	ssize_t n;
@@ -117,9 +130,7 @@ int journal_bytes_at(struct journal *j, unsigned k, uint64_t off, size_t need, c
 	n = journal_pread_full(fd, j->rc, need > RCACHE_FILL ? need : RCACHE_FILL, off);
 	if (n < 0)
 		return (int)n;
-	/* not past what is written: the rest is the write buffer's */
-	if (k == j->nsegs - 1 && j->wfd >= 0 && off + (uint64_t)n > j->wbase)
-		n = (ssize_t)(j->wbase - off);
+	n = seg_known(j, k, off, n);
 	j->rc_seg = k;
 	j->rc_gen = j->gen;
 	j->rc_off = off;
@@ -228,6 +239,7 @@ static int iter_fill(struct journal_iter *it, size_t need)
 		n = journal_pread_full(it->fd, it->buf, ITER_BUF, it->off);
 		if (n < 0)
 			return (int)n;
+		n = seg_known(j, it->seg, it->off, n);
 	}
 	it->bstart = it->off;
 	it->blen = (size_t)n;

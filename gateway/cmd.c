@@ -515,7 +515,8 @@ static int cmd_open(struct gw_cmd *c, uint64_t acked)
 {
 	struct gw *g = c->g;
 	const struct gw_tape_config *tc = &g->cfg.tape[c->k];
-	struct journal_options jo = { .fsync = gw_fsync_modes[g->cfg.fsync] };
+	struct journal_options jo = { .fsync = gw_fsync_modes[g->cfg.fsync],
+				      .ahead = (uint32_t)g->cfg.node.journal_ahead };
 	struct net_udp_options opt = { .nonblock = 1, .rcvbuf = (int)g->cfg.rcvbuf,
 				       .rxq_ovfl = 1 };
 	struct net_bufsize rcv;

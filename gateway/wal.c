@@ -451,7 +451,8 @@ static int replay(struct gw_logins *t, const char *path)
 int gw_wal_open(struct gw_logins *t, struct ev_loop *loop)
 {
 	struct journal_options jo = { .fsync = JOURNAL_FSYNC_DISK,
-				      .segment_bytes = t->cfg->wal_segment };
+				      .segment_bytes = t->cfg->wal_segment,
+				      .ahead = (uint32_t)t->cfg->node.journal_ahead };
 	char path[300];
 	int rc;
 

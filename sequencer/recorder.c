@@ -186,6 +186,7 @@ static int open_journal(struct recorder *r)
 		.segment_bytes = c->segment_size,
 		.fsync = rec_fsync_modes[c->fsync],
 		.interval_ms = (uint32_t)(c->fsync_interval_ns / 1000000u),
+		.ahead = (uint32_t)c->node.journal_ahead,
 	};
 	struct journal_report rep;
 	char dir[300];

@@ -453,6 +453,7 @@ static int open_journal(struct sequencer *s)
 		.segment_bytes = s->cfg.segment_size,
 		.fsync = seq_fsync_modes[s->cfg.fsync],
 		.interval_ms = (uint32_t)(s->cfg.fsync_interval_ns / 1000000u),
+		.ahead = (uint32_t)s->cfg.node.journal_ahead,
 	};
 	struct journal_report rep;
 	char dir[300];
