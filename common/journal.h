@@ -32,15 +32,20 @@
  * unfinished sync and lose earlier ones, which then still read as zeros. So
  * in the last segment a bad record is a torn tail, cut with whatever good
  * records follow it, when part of it that lies in one 512-byte sector reads
- * as zeros (at least 32 bytes of it, 8 from its start, or its end from its
- * CRC on): what an overwritten sector that did not reach the disk looks
- * like. (Less, a record cut by a sector boundary within its first 8 or last
+ * as zeros, and so does the rest of that sector (at least 32 bytes of the
+ * record, 8 from its start, or its end from its CRC on; its length must be
+ * one a lost sector leaves): what an overwritten sector that did not reach
+ * the disk looks like; so does a record whose header or CRC reads zero. (Less, a record cut by a sector boundary within its first 8 or last
  * 4 bytes, is refused as damage: lockstep-replay repair.) A bad record
  * without such zeros is damage as before; so is a lost write of synced data
  * that reads back as zeros in the last segment, which this rule cannot tell
  * from a torn tail (it is cut).
  * A reader that follows a live writer (journal_refresh) takes a bad record
- * whose header or CRC still reads as zeros as one being written. */
+ * whose header or CRC still reads as zeros as one being written, and any
+ * other bad record as -EIO only when a second refresh finds it again. Not
+ * yet handled with zeros ahead (so journal_ahead is 0 by default): a
+ * follower does not notice its writer cutting a tail and writing zeros
+ * again past it (no -ESTALE, as a shorter file gave). */
 #ifndef LOCKSTEP_JOURNAL_H
 #define LOCKSTEP_JOURNAL_H
 

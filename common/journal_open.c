@@ -29,6 +29,11 @@ struct cut {
 	int bad_header; /* the header is whole but wrong */
 	/* the bad record may be one its writer is still writing (journal_refresh) */
 	int unfinished;
+	/* a zeroed record: what the scan read after it was zeros to the end of
+	 * the file (1, and the file's size then: end), not only zeros (0), or
+	 * zeros as far as it read (-1) */
+	int zeros_to_eof;
+	uint64_t scan_end;
 };
 
 #define SECTOR 512u
@@ -288,6 +293,9 @@ static int scan_segment(struct journal *j, int fd, uint64_t name, struct scan_bu
 		cut->reason = check_record(p, b->have - b->pos, cut->offset, seq);
 		if (cut->reason) {
 			cut->unfinished = record_unfinished(p, b->have - b->pos);
+			if (journal_all_zero(p, b->have - b->pos))
+				cut->zeros_to_eof = b->eof ? 1 : -1;
+			cut->scan_end = b->base + b->have;
 			break;
 		}
 		if ((r = scan_note(j, s, p, (uint32_t)cut->offset, seq)) < 0)
@@ -383,17 +391,20 @@ static int good_record_after(struct journal *j, uint64_t name, const struct cut 
  * says, or all n bytes when the length cannot be right. */
 static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off)
 {
-	size_t ext = n;
+	size_t ext;
 
-	if (n >= 4 && get_le32(p) <= JOURNAL_MAX_RECORD && REC_OVERHEAD + get_le32(p) <= n)
-		ext = REC_OVERHEAD + get_le32(p);
-	for (size_t a = 0, b; a < ext; a = b) {
-		b = (size_t)(((off + a) / SECTOR + 1) * SECTOR - off);
-		if (b > ext)
-			b = ext;
+	/* a lost sector only zeroes bytes: a length it leaves is a real one
+	 * (its high half is zero anyway), and the record lies within the file */
+	if (n < 4 || get_le32(p) > JOURNAL_MAX_RECORD || REC_OVERHEAD + get_le32(p) > n)
+		return 0;
+	ext = REC_OVERHEAD + get_le32(p);
+	for (size_t a = 0, b, e; a < ext; a = b) {
+		e = (size_t)(((off + a) / SECTOR + 1) * SECTOR - off); /* the sector's end */
+		b = e < ext ? e : ext;
+		/* the record's part, and the rest of the sector after it, zero */
 		if ((b - a >= TORN_ZEROS || (a == 0 && b - a >= TORN_ZEROS_AT_START) ||
 		     (b == ext && b - a >= 4)) &&
-		    journal_all_zero(p + a, b - a))
+		    journal_all_zero(p + a, (e < n ? e : n) - a))
 			return 1;
 	}
 	return 0;
@@ -425,16 +436,27 @@ static int seg_read_after(struct journal *j, uint64_t name, uint64_t off, uint8_
 	return 0;
 }
 
-/* 1 when segment `name` holds nothing but zeros from `off` to its end (the
- * zeros ahead of a writer that did not close): the segment ends at off (a
- * writer writes its records over them, and keeps them as its zeros ahead);
- * 0 when something else follows; or -errno. */
-static int zero_tail(struct journal *j, uint64_t name, uint64_t off, struct journal_report *rep)
+/* 1 when segment `name` holds nothing but zeros from the cut's offset to
+ * its end (the zeros ahead of a writer that did not close): the segment
+ * ends there (a writer writes its records over them, and keeps them as its
+ * zeros ahead); 0 when something else follows; or -errno. What the scan
+ * read decides it when it read to the end: read again, a live writer's
+ * next records (a read-only open) would look like records after zeros. */
+static int zero_tail(struct journal *j, uint64_t name, const struct cut *cut,
+		     struct journal_report *rep)
 {
-	uint8_t *buf = malloc(SCAN_CHUNK);
-	uint64_t at = off, size = off + 1;
+	uint64_t off = cut->offset, at = off, size = off + 1;
+	uint8_t *buf;
 	size_t n = 1;
-	int r = buf ? 0 : -ENOMEM, zero = 1;
+	int r, zero = 1;
+
+	if (cut->zeros_to_eof >= 0) {
+		if (cut->zeros_to_eof)
+			rep->zero_bytes = cut->scan_end - off;
+		return cut->zeros_to_eof;
+	}
+	buf = malloc(SCAN_CHUNK);
+	r = buf ? 0 : -ENOMEM;
 
 	while (r == 0 && zero && at < size && n > 0) {
 		r = seg_read_after(j, name, at, buf, SCAN_CHUNK, &n, &size);
@@ -461,6 +483,8 @@ static int is_damage(struct journal *j, const uint64_t *names, size_t count, siz
 		return 1; /* a missing segment */
 	if (strcmp(cut->reason, "torn segment header") == 0)
 		return 0; /* the crash came as the segment was made */
+	if (cut->unfinished)
+		return 0; /* cut short, or its header or CRC still zero: torn */
 	if (cut->offset) { /* an overwrite torn by a power cut, whatever follows */
 		uint8_t *p = malloc(REC_MAX);
 		uint64_t size;
@@ -506,7 +530,7 @@ static int scan_segments(struct journal *j, const uint64_t *names, size_t count,
 		return r;
 	i--;
 	if (i + 1 == count && strcmp(cut.reason, "zeroed record") == 0 &&
-	    (r = zero_tail(j, names[i], cut.offset, rep)) != 0)
+	    (r = zero_tail(j, names[i], &cut, rep)) != 0)
 		return r < 0 ? r : 0; /* the end of the records, not a cut */
 	rep->bad_seq = cut.seq;
 	rep->bad_offset = cut.offset;
@@ -576,10 +600,18 @@ static int refresh_tail(struct journal *j, struct scan_buf *b)
 		const char *bad = check_record(p, b->have - b->pos, b->base + b->pos, j->want);
 
 		if (bad) {
-			if (!record_unfinished(p, b->have - b->pos))
-				r = -EIO;
+			/* A whole wrong record twice in a row at one place: a reader
+			 * can see a later page of an overwrite before an earlier one,
+			 * so once is not enough. */
+			if (!record_unfinished(p, b->have - b->pos)) {
+				if (j->rbad && j->rbad_at == b->base + b->pos)
+					r = -EIO;
+				j->rbad = 1;
+				j->rbad_at = b->base + b->pos;
+			}
 			break;
 		}
+		j->rbad = 0;
 		if ((r = scan_note(j, s, p, (uint32_t)(b->base + b->pos), j->want)) < 0)
 			break;
 		j->want++;

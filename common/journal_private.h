@@ -95,6 +95,10 @@ struct journal {
 	 * (journal_options.ahead): at least wbase */
 	uint64_t zhi;
 	int wrote; /* the file was written since the open (a close cuts the zeros) */
+	/* journal_refresh: where the last segment read as a whole wrong record
+	 * (rbad: seen once; a second look there is -EIO) */
+	uint64_t rbad_at;
+	int rbad;
 	int unsynced; /* written since the last fdatasync */
 	int roll_next; /* journal_roll: the next append starts a segment */
 	uint64_t written; /* the last seq written out of the write buffer (0: none) */

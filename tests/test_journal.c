@@ -1967,6 +1967,7 @@ START_TEST(ahead_zeros_follow_the_records)
 	len = encode(rec, 122, term_of(122), data, make_data(122, data));
 	rec[len - 4] ^= 0x5a;
 	write_at(path, rec_offset(1, 122), rec, len);
+	ck_assert_int_eq(journal_refresh(r), 0); /* once: a page seen before the one before it */
 	ck_assert_int_eq(journal_refresh(r), -EIO);
 	journal_iter_close(rit);
 	journal_close(r);
@@ -2072,6 +2073,7 @@ START_TEST(ahead_torn_overwrite_is_a_tail)
 		ck_assert_uint_gt(n, 0);
 		memset(&rep, 0, sizeof(rep));
 		if (journal_open(&j, jdir, &o, &rep) == -EUCLEAN) {
+			ck_assert_uint_lt(hi, end); /* good records after it, or it is a tail */
 			/* too few of the first bad record's bytes in the sector */
 			ck_assert_msg(n < 32 && !(from == 0 && n >= 8) &&
 					      !(from + n == rec_size(seq) && n >= 4),
@@ -2082,7 +2084,8 @@ START_TEST(ahead_torn_overwrite_is_a_tail)
 			refused++;
 			continue;
 		}
-		ck_assert_msg(n >= 32 || (from == 0 && n >= 8) || (from + n == rec_size(seq) && n >= 4),
+		ck_assert_msg(n >= 32 || (from == 0 && n >= 8) || (from + n == rec_size(seq) && n >= 4) ||
+				      hi >= end,
 			      "sector %llu cut with %llu bytes",
 			      (unsigned long long)k, (unsigned long long)n);
 		ck_assert_int_eq(rep.damaged, 0);
@@ -2103,8 +2106,15 @@ START_TEST(ahead_torn_overwrite_is_a_tail)
 	xor_byte(path, rec_offset(1, 150) + 21, 0x10);
 	ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
 	ck_assert_uint_eq(rep.bad_seq, 150);
-	/* zeros inside a segment before the last: damage too */
 	xor_byte(path, rec_offset(1, 150) + 21, 0x10);
+	/* a length flipped into the zeros ahead: damage, not a torn tail */
+	for (uint64_t s = 240; s <= 258; s += 18) {
+		xor_byte(path, rec_offset(1, s) + 2, 0x10);
+		ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
+		ck_assert_uint_eq(rep.bad_seq, s);
+		xor_byte(path, rec_offset(1, s) + 2, 0x10);
+	}
+	/* zeros inside a segment before the last: damage too */
 	j = jopen_opt(&o, &rep);
 	ck_assert_uint_eq(journal_last_seq(j), 260);
 	journal_roll(j);
