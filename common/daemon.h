@@ -92,11 +92,11 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	  "bytes a second a retransmission server answers one source address (a burst of as " \
 	  "much); requests past it go unanswered, counted as retrans_budget_refused (0: no " \
 	  "limit)" }, \
-	{ "node", "journal_ahead", CONFIG_SIZE, offsetof(type, member.journal_ahead), 0, "0", \
+	{ "node", "journal_ahead", CONFIG_SIZE, offsetof(type, member.journal_ahead), 0, "256K", \
 	  0, 16u << 20, NULL, \
 	  "zeros a synced journal keeps written ahead of its records, so that a sync overwrites " \
 	  "blocks the file has (no new size or block for the filesystem to commit: cheaper " \
-	  "syncs; 256K measured well); at most 16M, 0 (the default): plain appends" }, \
+	  "syncs); at most 16M, 0: plain appends" }, \
 	{ "node", "cluster", CONFIG_STRING, offsetof(type, member.cluster), \
 	  sizeof(((type *)0)->member.cluster), "lockstep", 0, 0, NULL, \
 	  "the cluster's name, part of every datagram's tag: two clusters never mix, even " \

@@ -233,7 +233,6 @@ int journal_wbuf_write(struct journal *j)
 	j->wlen = 0;
 	j->unsynced = 1;
 	j->written = j->want - 1;
-	zeros_ahead(j);
 	return 0;
 }
 
@@ -399,6 +398,8 @@ int journal_flush(struct journal *j)
 	if (j->opt.read_only)
 		return 0;
 	r = journal_wbuf_write(j);
+	if (r == 0)
+		zeros_ahead(j); /* (not on a roll or a close, which cut them) */
 	if (r == 0 && j->opt.fsync == JOURNAL_FSYNC_BATCH)
 		r = journal_data_sync(j);
 	if (r == 0 && j->opt.fsync == JOURNAL_FSYNC_DISK)
@@ -417,8 +418,10 @@ int journal_tick(struct journal *j, uint64_t now_ms)
 	if (now_ms < j->next_sync_ms)
 		return 0;
 	r = journal_wbuf_write(j);
-	if (r == 0)
+	if (r == 0) {
+		zeros_ahead(j);
 		r = journal_sync_start(j);
+	}
 	if (r == 0)
 		j->next_sync_ms = now_ms + j->opt.interval_ms;
 	return r;
@@ -501,7 +504,7 @@ int journal_truncate_after(struct journal *j, uint64_t seq)
 			return r ? r : -errno;
 		j->wfd = fd;
 		journal_sync_fd_set(j);
-		j->wbase = s->size + 1; /* cut_last truncates the file */
+		j->wbase = j->zhi = s->size + 1; /* cut_last truncates the file */
 	}
 	if (r == 0)
 		r = cut_last(j, s);

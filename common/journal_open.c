@@ -256,6 +256,33 @@ static int scan_note(struct journal *j, struct jseg *s, const uint8_t *p, uint32
 		journal_seg_note(s, at);
 	}
 	journal_runs_note(j, seq, get_le64(p + 12));
+	j->rlast_seq = seq;
+	j->rlast_off = at;
+	j->rlast_crc = get_le32(p + REC_HDR + get_le32(p));
+	return 0;
+}
+
+/* Read-only: whether the last record taken in is still where it was, as
+ * it was (its CRC the same: the writer did not cut it and write another
+ * there); 0, -ESTALE, or -errno. */
+static int last_still_there(struct journal *j, int fd)
+{
+	struct jseg *s = tail(j);
+	uint8_t buf[REC_MAX];
+	size_t len;
+	ssize_t n;
+
+	if (!s->n || j->rlast_seq != j->want - 1 || j->rlast_seq < s->first_seq ||
+	    s->size - j->rlast_off > sizeof(buf))
+		return 0;
+	len = (size_t)(s->size - j->rlast_off);
+	n = journal_pread_full(fd, buf, len, j->rlast_off);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < len || len < REC_OVERHEAD || get_le32(buf) != len - REC_OVERHEAD ||
+	    get_le64(buf + 4) != j->rlast_seq || get_le32(buf + len - 4) != j->rlast_crc ||
+	    crc32c(0, buf, REC_HDR + (len - REC_OVERHEAD)) != j->rlast_crc)
+		return -ESTALE;
 	return 0;
 }
 
@@ -389,7 +416,43 @@ static int good_record_after(struct journal *j, uint64_t name, const struct cut 
  * `off` on) that lies in one sector is all zeros (journal.h): an overwrite
  * of zeros ahead that did not reach the disk. Its extent is what its length
  * says, or all n bytes when the length cannot be right. */
-static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off)
+/* A sector lost the bad record's first m (< TORN_ZEROS_AT_START) bytes: the
+ * rest of its header says seq, and with one byte lost (its length's low
+ * byte: 0 in 256 real lengths) one of the 256 it could have been makes its
+ * CRC right. (Two or more lost: its length is 0, which no real record of
+ * that seq with those later bytes has but an empty one.) */
+static int torn_head(const uint8_t *p, size_t n, size_t m, uint64_t seq)
+{
+	uint8_t hdr[REC_HDR];
+
+	for (size_t i = m > 4 ? m : 4; i < 12; i++)
+		if (p[i] != (uint8_t)(seq >> (8 * (i - 4))))
+			return 0;
+	if (m > 1)
+		return 1;
+	memcpy(hdr, p, REC_HDR);
+	for (unsigned c = 0; c < 256; c++) {
+		uint32_t len = (get_le32(p) & ~0xffu) | c;
+
+		hdr[0] = (uint8_t)c;
+		if (len <= JOURNAL_MAX_RECORD && REC_OVERHEAD + len <= n &&
+		    crc32c(crc32c(0, hdr, REC_HDR), p + REC_HDR, len) == get_le32(p + REC_HDR + len))
+			return 1;
+	}
+	return 0;
+}
+
+/* A sector lost the last k (< 4) bytes of the bad record's CRC (ext bytes
+ * long): its other bytes are those of the CRC of what it holds. */
+static int torn_crc(const uint8_t *p, size_t ext, size_t k)
+{
+	uint32_t want = crc32c(0, p, ext - 4), got = get_le32(p + ext - 4);
+	uint32_t keep = k ? 0xffffffffu >> (8 * k) : 0xffffffffu;
+
+	return (got & keep) == (want & keep) && (got & ~keep) == 0;
+}
+
+static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off, uint64_t seq)
 {
 	size_t ext;
 
@@ -402,9 +465,12 @@ static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off)
 		e = (size_t)(((off + a) / SECTOR + 1) * SECTOR - off); /* the sector's end */
 		b = e < ext ? e : ext;
 		/* the record's part, and the rest of the sector after it, zero */
-		if ((b - a >= TORN_ZEROS || (a == 0 && b - a >= TORN_ZEROS_AT_START) ||
-		     (b == ext && b - a >= 4)) &&
-		    journal_all_zero(p + a, (e < n ? e : n) - a))
+		if (!journal_all_zero(p + a, (e < n ? e : n) - a))
+			continue;
+		if (b - a >= TORN_ZEROS || (a == 0 && b - a >= TORN_ZEROS_AT_START) ||
+		    (b == ext && b - a >= 4))
+			return 1;
+		if ((a == 0 && torn_head(p, n, b, seq)) || (b == ext && torn_crc(p, ext, b - a)))
 			return 1;
 	}
 	return 0;
@@ -450,10 +516,12 @@ static int zero_tail(struct journal *j, uint64_t name, const struct cut *cut,
 	size_t n = 1;
 	int r, zero = 1;
 
-	if (cut->zeros_to_eof >= 0) {
+	if (cut->zeros_to_eof >= 0 || j->opt.read_only) {
+		/* (read-only, zeros as far as the scan read: the end too; read
+		 * again, a live writer's next records would count against it) */
 		if (cut->zeros_to_eof)
 			rep->zero_bytes = cut->scan_end - off;
-		return cut->zeros_to_eof;
+		return cut->zeros_to_eof ? 1 : 0;
 	}
 	buf = malloc(SCAN_CHUNK);
 	r = buf ? 0 : -ENOMEM;
@@ -493,7 +561,7 @@ static int is_damage(struct journal *j, const uint64_t *names, size_t count, siz
 			  : -ENOMEM;
 
 		if (r == 0)
-			r = torn_in_sector(p, n, cut->offset);
+			r = torn_in_sector(p, n, cut->offset, cut->seq);
 		free(p);
 		if (r != 0)
 			return r < 0 ? r : 0;
@@ -593,7 +661,7 @@ static int refresh_tail(struct journal *j, struct scan_buf *b)
 		r = -errno;
 	else if ((uint64_t)st.st_size < s->size)
 		r = -ESTALE;
-	else
+	else if ((r = last_still_there(j, fd)) == 0)
 		r = scan_from(b, fd, s->size);
 	while (r == 0 && (r = scan_refill(b)) == 0 && b->pos < b->have) {
 		const uint8_t *p = b->p + b->pos;

@@ -99,6 +99,11 @@ struct journal {
 	 * (rbad: seen once; a second look there is -EIO) */
 	uint64_t rbad_at;
 	int rbad;
+	/* read-only: the last record taken in (seq rlast_seq at rlast_off of
+	 * its segment), which journal_refresh reads again to see that its
+	 * writer did not cut it (a file as long as before can hold another) */
+	uint64_t rlast_seq, rlast_off;
+	uint32_t rlast_crc;
 	int unsynced; /* written since the last fdatasync */
 	int roll_next; /* journal_roll: the next append starts a segment */
 	uint64_t written; /* the last seq written out of the write buffer (0: none) */
@@ -203,8 +208,8 @@ int journal_data_sync(struct journal *j);
 int journal_sync_start(struct journal *j);
 /* After records after seq were removed: nothing after seq is durable. */
 void journal_durable_cut(struct journal *j, uint64_t seq);
-/* Writes the write buffer out (no sync), and zeros ahead of it when they
- * run short (journal_options.ahead). On failure the buffer is kept and a
+/* Writes the write buffer out (no sync; journal_flush and journal_tick then
+ * write zeros ahead when they run short: journal_options.ahead). On failure the buffer is kept and a
  * later call writes it again at the same offset. */
 int journal_wbuf_write(struct journal *j);
 /* Cuts the zeros ahead off the last segment's file (a roll, a close), so

@@ -118,8 +118,10 @@ static int pick_segments(struct archive_job *job, const struct tapedir *t, int a
 }
 
 /* Checks every record of segment s (mapped at p) and that its records run
- * from s->first to `last`. NULL, or what is wrong. */
-static const char *check_segment(const struct aseg *s, const uint8_t *p, uint64_t last)
+ * from s->first to `last`, up to *end (the file's size, or where zeros run
+ * to its end). NULL, or what is wrong. */
+static const char *check_segment(const struct aseg *s, const uint8_t *p, uint64_t last,
+				 uint64_t *end)
 {
 	uint64_t off = DAYARC_SEG_HDR, seq = s->first;
 
@@ -130,7 +132,14 @@ static const char *check_segment(const struct aseg *s, const uint8_t *p, uint64_
 			return "segment header names another seq";
 	while (off < s->size) {
 		uint32_t len, crc;
-		uint64_t rseq = 0;
+		uint64_t rseq = 0, z = off;
+
+		/* zeros to the end: a writer's zeros ahead ([node] journal_ahead)
+		 * that a crash left; not archived */
+		while (z < s->size && p[z] == 0)
+			z++;
+		if (z == s->size)
+			break;
 
 		if (s->size - off < REC_OVERHEAD)
 			return "torn record";
@@ -150,6 +159,7 @@ static const char *check_segment(const struct aseg *s, const uint8_t *p, uint64_
 		seq++;
 		off += REC_OVERHEAD + len;
 	}
+	*end = off;
 	return seq - 1 == last ? NULL : "records missing at the segment's end";
 }
 
@@ -160,6 +170,7 @@ static int pack_segment(struct archive_job *job, struct dayarc_writer *w, struct
 	char path[4096];
 	struct stat st;
 	const char *bad;
+	uint64_t end = 0;
 	uint8_t *p;
 	int fd, r;
 
@@ -181,17 +192,17 @@ static int pack_segment(struct archive_job *job, struct dayarc_writer *w, struct
 		return -EIO;
 	}
 	madvise(p, s->size, MADV_SEQUENTIAL);
-	if ((bad = check_segment(s, p, last)) != NULL) {
+	if ((bad = check_segment(s, p, last, &end)) != NULL) {
 		fprintf(stderr, PROG ": %s: %s: not archived\n", path, bad);
 		munmap(p, s->size);
 		return -EBADMSG;
 	}
-	s->hash = XXH3_64bits(p, s->size);
-	r = dayarc_writer_segment(w, s->name, s->size);
+	s->hash = XXH3_64bits(p, end);
+	r = dayarc_writer_segment(w, s->name, end);
 	if (r == 0)
-		r = dayarc_writer_data(w, p, s->size);
+		r = dayarc_writer_data(w, p, end);
 	munmap(p, s->size);
-	job->bytes += s->size;
+	job->bytes += end;
 	return r;
 }
 
