@@ -213,8 +213,10 @@ static void zeros_ahead(struct journal *j)
 		add -= iov[n].iov_len;
 	}
 	w = pwritev(j->wfd, iov, (int)n, (off_t)j->zhi);
-	if (w > 0)
+	if (w > 0) {
 		j->zhi += (uint64_t)w;
+		j->wrote = 1; /* a close cuts them */
+	}
 }
 
 int journal_wbuf_write(struct journal *j)

@@ -31,17 +31,24 @@
  * keeps an overwrite's sectors: the disk may keep later sectors of the last
  * unfinished sync and lose earlier ones, which then still read as zeros. So
  * in the last segment a bad record is a torn tail, cut with whatever good
- * records follow it, when part of it that lies in one 512-byte sector reads
- * as zeros, and so does the rest of that sector (at least 32 bytes of the
- * record, 8 from its start, or its end from its CRC on; its length must be
- * one a lost sector leaves), or its first 1-7 bytes with the rest of its
- * header as its seq wants (and, one byte lost, a length that makes its CRC
- * right), or its CRC's last 1-3 bytes with the others right: what an
- * overwritten sector that did not reach the disk looks like; so does a
- * record whose header or CRC reads zero. A bad record without such zeros
- * is damage as before (refused: lockstep-replay repair); a lost write of
+ * records follow it, when its part in one 512-byte sector reads as zeros,
+ * and so does the rest of that sector, and either
+ *  - that part is its start: 8 bytes or more (its length and its seq's low
+ *    half), or fewer with the rest of its header naming the seq expected
+ *    and its CRC right once the bytes lost are put back (the length: one of
+ *    256 for one byte lost, else the one that ends it where the next seq's
+ *    record starts); or
+ *  - its length is one a lost sector leaves (in range, within the file), no
+ *    good record of the next seq starts inside it, what follows it is the
+ *    next seq's header or zeros, and the part is 32 bytes or more, or its
+ *    CRC on, or the last 1-3 bytes of a CRC whose other bytes are right.
+ * That is what an overwritten sector that did not reach the disk looks
+ * like, and a bit flipped (in a length too) does not. A bad record without
+ * it is damage as before (refused: lockstep-replay repair); a lost write of
  * synced data that reads back as zeros in the last segment cannot be told
- * from a torn tail (it is cut).
+ * from a torn tail (it is cut). A read-only open (of a live writer's
+ * journal, perhaps) reports a bad last record whose header or CRC reads
+ * zero as a torn tail, not damage.
  * A reader that follows a live writer (journal_refresh) takes a bad record
  * whose header or CRC still reads as zeros as one being written, and any
  * other bad record as -EIO only when a second refresh finds it again; it
@@ -95,7 +102,8 @@ struct journal_report {
 	uint64_t cut_bytes; /* bytes removed from the tail (torn or corrupt) */
 	uint64_t cut_segments; /* whole segments removed after a bad record */
 	/* zeros after the last segment's records (a writer's zeros ahead, left
-	 * by a crash): removed by a writer's open, not a cut */
+	 * by a crash): not a cut; a writer writes over them. Read-only, as far
+	 * as the scan read (it does not read a live writer's file twice) */
 	uint64_t zero_bytes;
 	uint64_t bad_seq; /* first sequence number not kept (0: nothing cut) */
 	uint64_t bad_offset; /* where the bad record started in its segment */

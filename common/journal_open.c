@@ -416,30 +416,61 @@ static int good_record_after(struct journal *j, uint64_t name, const struct cut 
  * `off` on) that lies in one sector is all zeros (journal.h): an overwrite
  * of zeros ahead that did not reach the disk. Its extent is what its length
  * says, or all n bytes when the length cannot be right. */
-/* A sector lost the bad record's first m (< TORN_ZEROS_AT_START) bytes: the
- * rest of its header says seq, and with one byte lost (its length's low
- * byte: 0 in 256 real lengths) one of the 256 it could have been makes its
- * CRC right. (Two or more lost: its length is 0, which no real record of
- * that seq with those later bytes has but an empty one.) */
+/* Where the first good record of seq `want` starts in [from, to) of the n
+ * bytes at p (0: nowhere). */
+static size_t record_at(const uint8_t *p, size_t n, size_t from, size_t to, uint64_t want)
+{
+	for (size_t at = from; at < to && at + REC_OVERHEAD <= n; at++) {
+		uint32_t len = get_le32(p + at);
+
+		if (len <= JOURNAL_MAX_RECORD && at + REC_OVERHEAD + len <= n &&
+		    get_le64(p + at + 4) == want &&
+		    crc32c(0, p + at, REC_HDR + len) == get_le32(p + at + REC_HDR + len))
+			return at;
+	}
+	return 0;
+}
+
+static uint8_t seq_byte(uint64_t seq, size_t i)
+{
+	return (uint8_t)(seq >> (8 * i));
+}
+
+/* A sector lost the bad record's first m (< TORN_ZEROS_AT_START) bytes:
+ * the rest of its header says seq, and the record is right with the bytes
+ * lost put back: its seq's, and a length that makes its CRC right (one
+ * byte lost: one of 256; more: the one that ends it where the record of
+ * seq + 1 starts). */
 static int torn_head(const uint8_t *p, size_t n, size_t m, uint64_t seq)
 {
 	uint8_t hdr[REC_HDR];
+	size_t next;
+	uint32_t len;
 
 	for (size_t i = m > 4 ? m : 4; i < 12; i++)
-		if (p[i] != (uint8_t)(seq >> (8 * (i - 4))))
+		if (p[i] != seq_byte(seq, i - 4))
 			return 0;
-	if (m > 1)
-		return 1;
 	memcpy(hdr, p, REC_HDR);
-	for (unsigned c = 0; c < 256; c++) {
-		uint32_t len = (get_le32(p) & ~0xffu) | c;
-
+	for (size_t i = 4; i < m; i++)
+		hdr[i] = seq_byte(seq, i - 4);
+	for (unsigned c = 0; m == 1 && c < 256; c++) {
+		len = (get_le32(p) & ~0xffu) | c;
 		hdr[0] = (uint8_t)c;
 		if (len <= JOURNAL_MAX_RECORD && REC_OVERHEAD + len <= n &&
 		    crc32c(crc32c(0, hdr, REC_HDR), p + REC_HDR, len) == get_le32(p + REC_HDR + len))
 			return 1;
 	}
-	return 0;
+	if (m == 1 || !(next = record_at(p, n, REC_OVERHEAD, REC_MAX, seq + 1)))
+		return 0;
+	len = (uint32_t)(next - REC_OVERHEAD);
+	if (len > JOURNAL_MAX_RECORD)
+		return 0;
+	for (size_t i = 0; i < 4; i++) {
+		if (i >= m && p[i] != (uint8_t)(len >> (8 * i)))
+			return 0; /* a length byte kept that says otherwise */
+		hdr[i] = (uint8_t)(len >> (8 * i));
+	}
+	return crc32c(crc32c(0, hdr, REC_HDR), p + REC_HDR, len) == get_le32(p + REC_HDR + len);
 }
 
 /* A sector lost the last k (< 4) bytes of the bad record's CRC (ext bytes
@@ -447,9 +478,23 @@ static int torn_head(const uint8_t *p, size_t n, size_t m, uint64_t seq)
 static int torn_crc(const uint8_t *p, size_t ext, size_t k)
 {
 	uint32_t want = crc32c(0, p, ext - 4), got = get_le32(p + ext - 4);
-	uint32_t keep = k ? 0xffffffffu >> (8 * k) : 0xffffffffu;
+	uint32_t keep = 0xffffffffu >> (8 * k);
 
 	return (got & keep) == (want & keep) && (got & ~keep) == 0;
+}
+
+/* Whether the bad record's extent (ext bytes) can be its real one: no good
+ * record of the next seq starts inside it, and what follows it is the next
+ * seq's header or zeros (byte by byte: a sector may have lost part of it).
+ * A length damaged, not lost, fails one or the other. */
+static int extent_fits(const uint8_t *p, size_t n, size_t ext, uint64_t seq)
+{
+	if (record_at(p, n, 1, ext, seq + 1))
+		return 0;
+	for (size_t i = 0; ext + 12 <= n && i < 8; i++)
+		if (p[ext + 4 + i] != 0 && p[ext + 4 + i] != seq_byte(seq + 1, i))
+			return 0;
+	return 1;
 }
 
 static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off, uint64_t seq)
@@ -467,10 +512,13 @@ static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off, uint64_t seq
 		/* the record's part, and the rest of the sector after it, zero */
 		if (!journal_all_zero(p + a, (e < n ? e : n) - a))
 			continue;
-		if (b - a >= TORN_ZEROS || (a == 0 && b - a >= TORN_ZEROS_AT_START) ||
-		    (b == ext && b - a >= 4))
-			return 1;
-		if ((a == 0 && torn_head(p, n, b, seq)) || (b == ext && torn_crc(p, ext, b - a)))
+		/* its start lost: its length too, and with 8 bytes its seq's low
+		 * half, never zero in a record */
+		if (a == 0)
+			return b >= TORN_ZEROS_AT_START || torn_head(p, n, b, seq);
+		if ((b - a >= TORN_ZEROS || (b == ext && b - a >= 4) ||
+		     (b == ext && torn_crc(p, ext, b - a))) &&
+		    extent_fits(p, n, ext, seq))
 			return 1;
 	}
 	return 0;
@@ -551,8 +599,8 @@ static int is_damage(struct journal *j, const uint64_t *names, size_t count, siz
 		return 1; /* a missing segment */
 	if (strcmp(cut->reason, "torn segment header") == 0)
 		return 0; /* the crash came as the segment was made */
-	if (cut->unfinished)
-		return 0; /* cut short, or its header or CRC still zero: torn */
+	if (cut->unfinished && j->opt.read_only)
+		return 0; /* may be a live writer's: cut short, its header or CRC zero */
 	if (cut->offset) { /* an overwrite torn by a power cut, whatever follows */
 		uint8_t *p = malloc(REC_MAX);
 		uint64_t size;
@@ -672,10 +720,12 @@ static int refresh_tail(struct journal *j, struct scan_buf *b)
 			 * can see a later page of an overwrite before an earlier one,
 			 * so once is not enough. */
 			if (!record_unfinished(p, b->have - b->pos)) {
-				if (j->rbad && j->rbad_at == b->base + b->pos)
+				if (j->rbad && j->rbad_at == b->base + b->pos &&
+				    j->rbad_seg == s->first_seq)
 					r = -EIO;
 				j->rbad = 1;
 				j->rbad_at = b->base + b->pos;
+				j->rbad_seg = s->first_seq;
 			}
 			break;
 		}
@@ -721,11 +771,11 @@ int journal_refresh(struct journal *j)
 		}
 		r = scan_segment(j, fd, names[i], &b, &cut);
 		close(fd);
-		if (r == 0 && cut.reason && !cut.unfinished &&
+		if (r == 0 && cut.reason && cut.offset == 0 &&
 		    strcmp(cut.reason, "torn segment header") != 0)
-			r = -EIO; /* whole and wrong: not a writer at work */
+			r = -EIO; /* a wrong header: not a writer at work */
 		if (cut.reason)
-			break; /* the rest is not written yet */
+			break; /* a record not written yet, or wrong: refresh_tail looks again */
 	}
 	free(names);
 	free(b.p);

@@ -97,7 +97,7 @@ struct journal {
 	int wrote; /* the file was written since the open (a close cuts the zeros) */
 	/* journal_refresh: where the last segment read as a whole wrong record
 	 * (rbad: seen once; a second look there is -EIO) */
-	uint64_t rbad_at;
+	uint64_t rbad_at, rbad_seg;
 	int rbad;
 	/* read-only: the last record taken in (seq rlast_seq at rlast_off of
 	 * its segment), which journal_refresh reads again to see that its

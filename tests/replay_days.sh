@@ -168,6 +168,16 @@ if "$REPLAY" verify "$T/bad.lsa" >"$T/out" 2>&1; then fail "verify accepted a da
 head -c 100 "$T/d1.lsa" >"$T/short.lsa"
 if "$REPLAY" dump "$T/short.lsa" >/dev/null 2>"$T/err"; then fail "dump read a truncated archive"; fi
 grep -q "truncated\|ends" "$T/err" || fail "truncated archive: $(cat "$T/err")"
+# zeros a crashed writer left after the last segment's records ([node]
+# journal_ahead): archived up to the records, and --remove takes the file
+cp -r "$T/orig" "$T/zj"
+last=$(ls "$T/zj" | tail -1)
+head -c 5000 /dev/zero >>"$T/zj/$last"
+"$REPLAY" archive "$T/zj" --all --out "$T/zall.lsa" --remove >"$T/out" 2>&1 ||
+	fail "archive --all of a journal with zeros after its records: $(cat "$T/out")"
+"$REPLAY" verify "$T/zall.lsa" | grep -q "^ok: $l3 records" || fail "verify of the zeros' archive"
+cmp <("$REPLAY" dump "$T/zall.lsa") <("$REPLAY" dump "$T/orig") || fail "dump of the zeros' archive"
+[ -z "$(ls -A "$T/zj")" ] || fail "--remove left $(ls "$T/zj")"
 # a damaged record: not archived
 cp -r "$T/orig" "$T/dmg"
 python3 - "$T/dmg" <<'PY'

@@ -2095,12 +2095,20 @@ START_TEST(ahead_torn_overwrite_is_a_tail)
 	ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
 	ck_assert_uint_eq(rep.bad_seq, S + 149);
 	xor_byte(path, rec_offset(S, S + 149) + 21, 0x10);
-	/* a length flipped into the zeros ahead: damage, not a torn tail */
+	/* a length flipped, out of range or into the next records or the zeros
+	 * ahead: damage, not a torn tail (its extent covers the next record) */
 	for (uint64_t s = S + 239; s <= S + 257; s += 18) {
-		xor_byte(path, rec_offset(S, s) + 2, 0x10);
-		ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
-		ck_assert_uint_eq(rep.bad_seq, s);
-		xor_byte(path, rec_offset(S, s) + 2, 0x10);
+		static const uint8_t flip[][2] = { { 2, 0x10 }, { 1, 0x10 }, { 1, 0x01 },
+						   { 0, 0x80 }, { 0, 0x08 }, { 0, 0x01 } };
+
+		for (size_t f = 0; f < sizeof(flip) / sizeof(*flip); f++) {
+			xor_byte(path, rec_offset(S, s) + flip[f][0], flip[f][1]);
+			ck_assert_msg(journal_open(&j, jdir, &o, &rep) == -EUCLEAN,
+				      "seq %llu, byte %u ^ %#x: %s", (unsigned long long)s,
+				      flip[f][0], flip[f][1], rep.bad_reason ? rep.bad_reason : "opened");
+			ck_assert_uint_eq(rep.bad_seq, s);
+			xor_byte(path, rec_offset(S, s) + flip[f][0], flip[f][1]);
+		}
 	}
 	/* zeros inside a segment before the last: damage too */
 	j = jopen_opt(&o, &rep);
@@ -2185,6 +2193,16 @@ START_TEST(ahead_torn_record_head)
 		ck_assert_uint_eq(journal_last_seq(j), q - 1);
 		journal_close(j);
 		tried++;
+		/* the same, and a bit of its seq flipped: damage */
+		testutil_rm_rf(jdir);
+		j = jopen_opt(&o, NULL);
+		append_range(j, S, q - 1);
+		ck_assert_int_eq(journal_flush(j), 0);
+		append_range(j, q, q + 40);
+		journal_close(j);
+		write_at(path, at, zeros, m);
+		xor_byte(path, at + 11, 0x01);
+		ck_assert_int_eq(journal_open(&j, jdir, &o, &rep), -EUCLEAN);
 	}
 	ck_assert_uint_ge(tried, 3);
 }

@@ -28,6 +28,9 @@ struct aseg {
 	dev_t dev;
 	ino_t ino;
 	uint64_t size;
+	/* bytes archived: size, or less the zeros a writer's crash left after
+	 * its records ([node] journal_ahead) */
+	uint64_t packed;
 	uint64_t hash; /* XXH3 of its bytes as archived */
 };
 
@@ -197,6 +200,7 @@ static int pack_segment(struct archive_job *job, struct dayarc_writer *w, struct
 		munmap(p, s->size);
 		return -EBADMSG;
 	}
+	s->packed = end;
 	s->hash = XXH3_64bits(p, end);
 	r = dayarc_writer_segment(w, s->name, end);
 	if (r == 0)
@@ -255,7 +259,7 @@ static int back_begin(void *ctx, const char *name, uint64_t len)
 	struct archive_job *job = ctx;
 	const struct aseg *s = &job->segs[job->lo_k + job->at];
 
-	if (job->lo_k + job->at > job->hi_k || strcmp(name, s->name) != 0 || len != s->size)
+	if (job->lo_k + job->at > job->hi_k || strcmp(name, s->name) != 0 || len != s->packed)
 		return -EBADMSG;
 	return XXH3_64bits_reset(job->xs) == XXH_OK ? 0 : -ENOMEM;
 }
@@ -294,8 +298,30 @@ static int read_back(struct archive_job *job)
 	return r;
 }
 
+/* 1 when bytes [from, size) of file `name` (in dfd) are all zero: what was
+ * left out of the archive is still nothing but zeros. */
+static int zeros_still(int dfd, const char *name, uint64_t from, uint64_t size)
+{
+	uint8_t buf[65536];
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), zero = fd >= 0;
+
+	while (zero && from < size) {
+		size_t want = size - from < sizeof(buf) ? (size_t)(size - from) : sizeof(buf);
+		ssize_t n = pread(fd, buf, want, (off_t)from);
+
+		zero = n > 0;
+		for (ssize_t i = 0; zero && i < n; i++)
+			zero = buf[i] == 0;
+		from += n > 0 ? (uint64_t)n : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	return zero;
+}
+
 /* Unlinks the archived segments, oldest first, each only while it is still
- * the file that was archived; then syncs the directory. 0, or 2. */
+ * the file that was archived (records written over its zeros since count
+ * as a change); then syncs the directory. 0, or 2. */
 static int remove_segments(const struct archive_job *job)
 {
 	int dfd = open(job->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
@@ -310,7 +336,8 @@ static int remove_segments(const struct archive_job *job)
 		struct stat st;
 
 		if (fstatat(dfd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != s->dev ||
-		    st.st_ino != s->ino || (uint64_t)st.st_size != s->size) {
+		    st.st_ino != s->ino || (uint64_t)st.st_size != s->size ||
+		    (s->packed < s->size && !zeros_still(dfd, s->name, s->packed, s->size))) {
 			fprintf(stderr, PROG ": %s/%s changed since it was archived: kept\n", job->dir,
 				s->name);
 			r = 2;

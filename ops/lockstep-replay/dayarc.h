@@ -11,6 +11,8 @@
  *     name                           the segment's file name, "%020llu.seg",
  *                                    names ascending
  *     u64 length                     of the segment file, SEG_HDR..DAYARC_MAX_SEGMENT
+ *                                    (up to its records: not the zeros a
+ *                                    crash left after them)
  *     the segment file's bytes
  *   "LKSTEND1"                       8 bytes; nothing after it
  * The segments' records keep their own CRC32C, so a reader checks them as
