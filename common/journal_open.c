@@ -37,10 +37,10 @@ struct cut {
 };
 
 #define SECTOR 512u
-/* Zeros in one sector that make a bad record torn: TORN_ZEROS of it, or
- * TORN_ZEROS_AT_START from its start (its length, and its seq's low half:
- * never all zero in a record), or its end from its CRC on (a CRC that is
- * zero by chance: 1 in 2^32). Fewer cannot be told from damage. */
+/* Zeros in one sector that make a bad record torn by themselves (journal.h):
+ * TORN_ZEROS of it (with its extent right), or TORN_ZEROS_AT_START from its
+ * start (its length, and its seq's low half: never all zero in a record).
+ * Fewer need the rest of the record to agree: torn_head, torn_crc. */
 #define TORN_ZEROS 32u
 #define TORN_ZEROS_AT_START 8u
 
@@ -372,6 +372,22 @@ static int cut_tail(struct journal *j, const uint64_t *names, size_t count, size
 	return ro ? 0 : journal_dir_sync(j);
 }
 
+/* Where the first good record of a seq in [lo, hi] starts in [from, to) of
+ * the n bytes at p (0: nowhere). */
+static size_t record_at(const uint8_t *p, size_t n, size_t from, size_t to, uint64_t lo,
+			uint64_t hi)
+{
+	for (size_t at = from; at < to && at + REC_OVERHEAD <= n; at++) {
+		uint32_t len = get_le32(p + at);
+		uint64_t seq = get_le64(p + at + 4);
+
+		if (len <= JOURNAL_MAX_RECORD && at + REC_OVERHEAD + len <= n && seq >= lo &&
+		    seq <= hi && crc32c(0, p + at, REC_HDR + len) == get_le32(p + at + REC_HDR + len))
+			return at;
+	}
+	return 0;
+}
+
 /* 1 when a good record of a later seq follows the bad spot in segment
  * `name` (damage inside the journal, not a torn tail), 0 when not, or a
  * negative errno. Reads the rest of the segment once: an open that found a
@@ -399,36 +415,11 @@ static int good_record_after(struct journal *j, uint64_t name, const struct cut 
 	}
 	n = journal_pread_full(fd, p, (size_t)st.st_size - cut->offset, cut->offset);
 	close(fd);
-	for (size_t off = 1; n > 0 && off + REC_OVERHEAD <= (size_t)n && !found; off++) {
-		uint32_t len = get_le32(p + off);
-		uint64_t seq = get_le64(p + off + 4);
-
-		if (len > JOURNAL_MAX_RECORD || off + REC_OVERHEAD + len > (size_t)n ||
-		    seq <= cut->seq || seq - cut->seq > (1ull << 32))
-			continue;
-		found = crc32c(0, p + off, REC_HDR + len) == get_le32(p + off + REC_HDR + len);
-	}
+	if (n > 0)
+		found = record_at(p, (size_t)n, 1, (size_t)n, cut->seq + 1,
+				  cut->seq + (1ull << 32)) != 0;
 	free(p);
 	return n < 0 ? (int)n : found;
-}
-
-/* Whether part of the bad record at p (n bytes of its segment from offset
- * `off` on) that lies in one sector is all zeros (journal.h): an overwrite
- * of zeros ahead that did not reach the disk. Its extent is what its length
- * says, or all n bytes when the length cannot be right. */
-/* Where the first good record of seq `want` starts in [from, to) of the n
- * bytes at p (0: nowhere). */
-static size_t record_at(const uint8_t *p, size_t n, size_t from, size_t to, uint64_t want)
-{
-	for (size_t at = from; at < to && at + REC_OVERHEAD <= n; at++) {
-		uint32_t len = get_le32(p + at);
-
-		if (len <= JOURNAL_MAX_RECORD && at + REC_OVERHEAD + len <= n &&
-		    get_le64(p + at + 4) == want &&
-		    crc32c(0, p + at, REC_HDR + len) == get_le32(p + at + REC_HDR + len))
-			return at;
-	}
-	return 0;
 }
 
 static uint8_t seq_byte(uint64_t seq, size_t i)
@@ -460,7 +451,7 @@ static int torn_head(const uint8_t *p, size_t n, size_t m, uint64_t seq)
 		    crc32c(crc32c(0, hdr, REC_HDR), p + REC_HDR, len) == get_le32(p + REC_HDR + len))
 			return 1;
 	}
-	if (m == 1 || !(next = record_at(p, n, REC_OVERHEAD, REC_MAX, seq + 1)))
+	if (m == 1 || !(next = record_at(p, n, REC_OVERHEAD, REC_MAX, seq + 1, seq + 1)))
 		return 0;
 	len = (uint32_t)(next - REC_OVERHEAD);
 	if (len > JOURNAL_MAX_RECORD)
@@ -489,7 +480,7 @@ static int torn_crc(const uint8_t *p, size_t ext, size_t k)
  * A length damaged, not lost, fails one or the other. */
 static int extent_fits(const uint8_t *p, size_t n, size_t ext, uint64_t seq)
 {
-	if (record_at(p, n, 1, ext, seq + 1))
+	if (record_at(p, n, 1, ext, seq + 1, seq + 1))
 		return 0;
 	for (size_t i = 0; ext + 12 <= n && i < 8; i++)
 		if (p[ext + 4 + i] != 0 && p[ext + 4 + i] != seq_byte(seq + 1, i))
@@ -497,6 +488,9 @@ static int extent_fits(const uint8_t *p, size_t n, size_t ext, uint64_t seq)
 	return 1;
 }
 
+/* Whether the bad record of seq at p (n bytes of its segment from offset
+ * `off` on) reads as an overwrite that a power cut tore: a lost sector's
+ * zeros in it, as journal.h sets out. */
 static int torn_in_sector(const uint8_t *p, size_t n, uint64_t off, uint64_t seq)
 {
 	size_t ext;
@@ -690,9 +684,10 @@ static int scan_from(struct scan_buf *b, int fd, uint64_t from)
 
 /* The last segment's records written since it was scanned, up to the
  * first that is not whole yet (its writer is at it; the next refresh
- * takes it: record_unfinished). A record whole but wrong (its writer cut the tail and wrote
- * another: a sequencer's standby) is -EIO, a file shorter than what was
- * read (cut, or made again) -ESTALE: what was read is no longer the
+ * takes it: record_unfinished). A record whole but wrong at the same place
+ * in two refreshes is -EIO; a file shorter than what was read, or whose
+ * last record read is no longer there (its writer cut the tail and wrote
+ * others: a sequencer's standby), -ESTALE: what was read is no longer the
  * journal. The index moves record by record, so an error leaves it whole. */
 static int refresh_tail(struct journal *j, struct scan_buf *b)
 {

@@ -209,12 +209,12 @@ int journal_sync_start(struct journal *j);
 /* After records after seq were removed: nothing after seq is durable. */
 void journal_durable_cut(struct journal *j, uint64_t seq);
 /* Writes the write buffer out (no sync; journal_flush and journal_tick then
- * write zeros ahead when they run short: journal_options.ahead). On failure the buffer is kept and a
- * later call writes it again at the same offset. */
+ * write zeros ahead when they run short: journal_options.ahead). On failure
+ * the buffer is kept and a later call writes it again at the same offset. */
 int journal_wbuf_write(struct journal *j);
-/* Cuts the zeros ahead off the last segment's file (a roll, a close), so
- * that it ends at its records, and syncs it unless the policy is NONE.
- * 0 or -errno. */
+/* Cuts the zeros ahead off the last segment's file (a close; a roll cuts
+ * them before its own sync), so that it ends at its records, and syncs it
+ * unless the policy is NONE. 0 or -errno. */
 int journal_zeros_cut(struct journal *j);
 /* 1 when the n bytes at p are all zero. */
 int journal_all_zero(const uint8_t *p, size_t n);
