@@ -43,6 +43,9 @@ struct node_config {
 	 * ("": any), and how its loop waits for work */
 	char cpus[64];
 	int wait; /* enum daemon_wait */
+	/* 1-99: the process runs under SCHED_FIFO at that priority (its
+	 * threads too); 0: the normal scheduler */
+	uint64_t rt_priority;
 	int io; /* enum uring_io: the datagram path asked for (iopath.h) */
 	/* bytes a second each retransmission server of the node answers one
 	 * source address (common/srcbudget.h; 0: no limit) */
@@ -84,6 +87,10 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	  daemon_wait_names, \
 	  "block (sleep until there is work) or spin (poll without sleeping: lower latency, a " \
 	  "whole core; needs cpus, and one core per spinning daemon)" }, \
+	{ "node", "rt_priority", CONFIG_UINT, offsetof(type, member.rt_priority), 0, "0", 0, 99, \
+	  NULL, \
+	  "1-99: run under SCHED_FIFO at this priority (a wake-up preempts normal processes at " \
+	  "once; needs root or CAP_SYS_NICE, and wait = block); 0: the normal scheduler" }, \
 	{ "node", "io", CONFIG_ENUM, offsetof(type, member.io), 0, "mmsg", 0, 0, uring_io_names, \
 	  "datagram path: mmsg (recvmmsg/sendmmsg) or uring (io_uring: multishot receive " \
 	  "into provided buffers, batched sends; falls back to mmsg where the kernel refuses it)" }, \

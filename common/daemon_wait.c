@@ -4,7 +4,12 @@
  * zero timeout), which removes the scheduler's wake-up latency from every
  * message at the price of a whole core. A spinning daemon must be pinned,
  * and each to a core of its own: a spinning loop that shares its CPU with
- * another process takes that process's time. */
+ * another process takes that process's time. [node] rt_priority puts the
+ * process under SCHED_FIFO: a daemon woken by a datagram or a sync's end
+ * runs at once instead of waiting its turn behind normal processes (the
+ * bench, a compiler, a matcher's long batch), which is what a hop costs on
+ * a machine with fewer cores than busy processes. A real-time loop must
+ * block: a spinning one would take its CPU from everything else. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -57,6 +62,11 @@ int daemon_wait_check(const struct node_config *node, char *err, size_t errlen)
 {
 	cpu_set_t want, have;
 
+	if (node->rt_priority > 0 && node->wait == DAEMON_WAIT_SPIN) {
+		snprintf(err, errlen, "[node] rt_priority with wait = spin: a real-time loop that "
+				      "never sleeps takes its CPU from everything else (use block)");
+		return -EINVAL;
+	}
 	if (node->cpus[0] == '\0') {
 		if (node->wait == DAEMON_WAIT_SPIN) {
 			snprintf(err, errlen, "[node] wait = spin needs [node] cpus: a spinning "
@@ -88,9 +98,31 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 	(void)revents;
 }
 
+/* [node] rt_priority: SCHED_FIFO for the calling thread, which every
+ * thread it starts later inherits (pthreads' default; SCHED_RESET_ON_FORK
+ * would reset the threads too, and the daemons fork nothing). 0 or a
+ * negative errno (logged). */
+static int rt_apply(const struct node_config *node)
+{
+	struct sched_param sp = { .sched_priority = (int)node->rt_priority };
+
+	if (node->rt_priority == 0)
+		return 0;
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+		int e = errno;
+
+		log_err("[node] rt_priority %d: SCHED_FIFO: %s%s", sp.sched_priority, strerror(e),
+			e == EPERM ? " (needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO as high)" : "");
+		return -e;
+	}
+	log_info("rt_priority %d: SCHED_FIFO", sp.sched_priority);
+	return 0;
+}
+
 int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_idle *spin)
 {
 	cpu_set_t set;
+	int r;
 
 	if (node->cpus[0] != '\0') {
 		if (daemon_cpus_parse(node->cpus, &set) < 0 ||
@@ -102,6 +134,8 @@ int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_i
 		}
 		log_info("running on CPUs %s", node->cpus);
 	}
+	if ((r = rt_apply(node)) < 0)
+		return r;
 	if (node->wait == DAEMON_WAIT_SPIN) {
 		ev_idle_init(spin, on_idle);
 		ev_idle_start(loop, spin);

@@ -1,5 +1,5 @@
-/* The daemon skeleton's wait mode (daemon_wait.c): [node] cpus and
- * [node] wait. */
+/* The daemon skeleton's wait mode (daemon_wait.c): [node] cpus, [node]
+ * wait and [node] rt_priority. */
 #ifndef LOCKSTEP_DAEMON_WAIT_H
 #define LOCKSTEP_DAEMON_WAIT_H
 
@@ -12,11 +12,14 @@
 /* "3", "2,3", "0-3" (items separated by commas or blanks) into set: 0, or
  * -EINVAL. */
 int daemon_cpus_parse(const char *list, cpu_set_t *set);
-/* --check-config and start: cpus parses and names an available CPU, and
- * spin comes with cpus. 0, or -EINVAL with err saying why. */
+/* --check-config and start: cpus parses and names an available CPU, spin
+ * comes with cpus and without rt_priority. 0, or -EINVAL with err saying
+ * why. */
 int daemon_wait_check(const struct node_config *node, char *err, size_t errlen);
-/* Pins the process and, for spin, starts `spin` (an idle watcher that does
- * not keep the loop alive). 0 or a negative errno (logged). */
+/* Pins the process, puts it under SCHED_FIFO for rt_priority (before it
+ * starts a thread: they inherit it) and, for spin, starts `spin` (an idle
+ * watcher that does not keep the loop alive). 0 or a negative errno
+ * (logged). */
 int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_idle *spin);
 void daemon_wait_stop(const struct node_config *node, struct ev_loop *loop, ev_idle *spin);
 

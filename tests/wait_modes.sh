@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Wait modes (issue 14): [node] cpus pins a daemon to its CPUs and [node]
-# wait = spin keeps its loop polling without sleeping. A gateway restarted
-# pinned to one CPU and spinning runs there (Cpus_allowed_list), burns its
-# core while the cluster is idle (a blocking one sleeps), and trades as
-# before; back to block, it sleeps again. --check-config refuses spin
-# without cpus, and a CPU list that is not one.
+# Wait modes (issue 14): [node] cpus pins a daemon to its CPUs, [node]
+# wait = spin keeps its loop polling without sleeping and [node]
+# rt_priority runs it under SCHED_FIFO. A gateway restarted pinned to one
+# CPU and spinning runs there (Cpus_allowed_list), burns its core while the
+# cluster is idle (a blocking one sleeps), and trades as before; back to
+# block, it sleeps again; with rt_priority (as root) every one of its
+# threads is SCHED_FIFO at that priority, it trades, and it sleeps when
+# idle. --check-config refuses spin without cpus, spin with rt_priority, a
+# priority past 99, and a CPU list that is not one.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-gateway lockstep-bench lockstepctl
 
@@ -25,6 +28,8 @@ check_refused node.wait=spin "wait = spin needs \[node\] cpus"
 check_refused node.cpus=x "is not a CPU list"
 check_refused node.cpus=4-2 "is not a CPU list"
 check_refused node.cpus=1000 "none of 1000 is available"
+check_refused node.cpus=0 node.wait=spin node.rt_priority=10 "rt_priority with wait = spin"
+check_refused node.rt_priority=100 "rt_priority"
 "$top_builddir/lockstep-gateway" --check-config --set node.name=g --set node.cpus=0 \
 	--set node.wait=spin --set node.key_file="$keys/cluster.key" >/dev/null ||
 	fail "cpus=0 wait=spin refused"
@@ -34,11 +39,12 @@ cluster_up
 cpu=$(( $(nproc) - 1 ))
 # cpu_s PID: its user + system seconds so far
 cpu_s() { awk '{ printf "%.2f\n", ($14 + $15) / 100 }' "/proc/$1/stat"; }
-# restart_gw WAIT: gw-1 again, pinned to the last CPU, with that wait mode
+# restart_gw WAIT [PRIO]: gw-1 again, pinned to the last CPU, with that wait
+# mode (and rt_priority)
 restart_gw() {
 	"$CLUSTER" stop gw-1 --dir "$T" >/dev/null
-	sed -i -e '/^cpus = /d' -e '/^wait = /d' "$T/gw-1.conf"
-	sed -i "s/^\[node\]\$/[node]\ncpus = $cpu\nwait = $1/" "$T/gw-1.conf"
+	sed -i -e '/^cpus = /d' -e '/^wait = /d' -e '/^rt_priority = /d' "$T/gw-1.conf"
+	sed -i "s/^\[node\]\$/[node]\ncpus = $cpu\nwait = $1\nrt_priority = ${2:-0}/" "$T/gw-1.conf"
 	grep -q "^wait = $1\$" "$T/gw-1.conf" || fail "gw-1.conf: no [node] section to add to"
 	"$CLUSTER" start gw-1 --dir "$T" >/dev/null || fail "gw-1 did not start with wait = $1"
 	GW_PID=$(cat "$T/gw-1.pid")
@@ -68,4 +74,24 @@ trade block
 slept=$(idle_cpu)
 python3 -c "import sys; sys.exit(0 if $slept < 0.2 else 1)" ||
 	fail "a blocking gateway used $slept s of CPU in an idle second"
-echo "ok: pinned to CPU $cpu; idle second: spin $spun s of CPU, block $slept s"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "ok: pinned to CPU $cpu; idle second: spin $spun s of CPU, block $slept s" \
+		"(rt_priority not tried: SCHED_FIFO needs root)"
+	exit 0
+fi
+restart_gw block 7
+# every thread's scheduling policy and real-time priority (/proc stat
+# fields 41 and 40): 1 = SCHED_FIFO
+for t in /proc/"$GW_PID"/task/*; do
+	read -r prio policy < <(sed 's/^.*) //' "$t/stat" | awk '{ print $38, $39 }')
+	[ "$policy/$prio" = 1/7 ] ||
+		fail "gw-1 thread ${t##*/}: policy $policy, priority $prio (not SCHED_FIFO 7)"
+done
+threads=$(ls /proc/"$GW_PID"/task | wc -l)
+[ "$threads" -ge 2 ] || fail "gw-1 has $threads threads: its sync threads were not checked"
+trade "block under SCHED_FIFO"
+rt=$(idle_cpu)
+python3 -c "import sys; sys.exit(0 if $rt < 0.2 else 1)" ||
+	fail "a real-time blocking gateway used $rt s of CPU in an idle second"
+echo "ok: pinned to CPU $cpu; idle second: spin $spun s of CPU, block $slept s," \
+	"block under SCHED_FIFO $rt s ($threads threads, each SCHED_FIFO 7)"
