@@ -89,8 +89,9 @@ extern const char *const daemon_wait_names[]; /* "block", "spin" */
 	  "whole core; needs cpus, and one core per spinning daemon)" }, \
 	{ "node", "rt_priority", CONFIG_UINT, offsetof(type, member.rt_priority), 0, "0", 0, 99, \
 	  NULL, \
-	  "1-99: run under SCHED_FIFO at this priority (a wake-up preempts normal processes at " \
-	  "once; needs root or CAP_SYS_NICE, and wait = block); 0: the normal scheduler" }, \
+	  "1-99: the loop and its sync threads run under SCHED_FIFO at this priority (a wake-up " \
+	  "preempts normal processes at once; needs root, CAP_SYS_NICE or RLIMIT_RTPRIO, and " \
+	  "wait = block); 0: the normal scheduler" }, \
 	{ "node", "io", CONFIG_ENUM, offsetof(type, member.io), 0, "mmsg", 0, 0, uring_io_names, \
 	  "datagram path: mmsg (recvmmsg/sendmmsg) or uring (io_uring: multishot receive " \
 	  "into provided buffers, batched sends; falls back to mmsg where the kernel refuses it)" }, \

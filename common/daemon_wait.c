@@ -9,8 +9,11 @@
  * runs at once instead of waiting its turn behind normal processes (the
  * bench, a compiler, a matcher's long batch), which is what a hop costs on
  * a machine with fewer cores than busy processes. A real-time loop must
- * block: a spinning one would take its CPU from everything else. */
+ * block: a spinning one would take its CPU from everything else; and a
+ * thread whose work is off the orders' path goes back to the normal
+ * scheduler (daemon_thread_off_path). */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,8 +103,8 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 
 /* [node] rt_priority: SCHED_FIFO for the calling thread, which every
  * thread it starts later inherits (pthreads' default; SCHED_RESET_ON_FORK
- * would reset the threads too, and the daemons fork nothing). 0 or a
- * negative errno (logged). */
+ * would reset the threads too, and the daemons fork nothing) but those
+ * that call daemon_thread_off_path(). 0 or a negative errno (logged). */
 static int rt_apply(const struct node_config *node)
 {
 	struct sched_param sp = { .sched_priority = (int)node->rt_priority };
@@ -112,7 +115,8 @@ static int rt_apply(const struct node_config *node)
 		int e = errno;
 
 		log_err("[node] rt_priority %d: SCHED_FIFO: %s%s", sp.sched_priority, strerror(e),
-			e == EPERM ? " (needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO as high)" : "");
+			e == EPERM ? " (needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO as high, and no "
+				     "seccomp filter or RestrictRealtime= against it)" : "");
 		return -e;
 	}
 	log_info("rt_priority %d: SCHED_FIFO", sp.sched_priority);
@@ -144,6 +148,18 @@ int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_i
 		log_info("wait = spin: the loop polls without sleeping");
 	}
 	return 0;
+}
+
+void daemon_thread_off_path(const char *name)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	int policy;
+
+	(void)pthread_setname_np(pthread_self(), name);
+	if (pthread_getschedparam(pthread_self(), &policy, &sp) == 0 && policy == SCHED_FIFO) {
+		sp.sched_priority = 0;
+		(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	}
 }
 
 void daemon_wait_stop(const struct node_config *node, struct ev_loop *loop, ev_idle *spin)

@@ -22,5 +22,12 @@ int daemon_wait_check(const struct node_config *node, char *err, size_t errlen);
  * (logged). */
 int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_idle *spin);
 void daemon_wait_stop(const struct node_config *node, struct ev_loop *loop, ev_idle *spin);
+/* Called first by a thread whose work is off the orders' path (bulk
+ * writes, login verification, a public snapshot server): names it (at
+ * most 15 characters, for ps and /proc) and, under rt_priority, puts it
+ * back under the normal scheduler, so that a login flood or a large file
+ * cannot hold a CPU against the daemons' real-time loops (SCHED_FIFO has
+ * no time slice). */
+void daemon_thread_off_path(const char *name);
 
 #endif

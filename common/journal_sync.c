@@ -58,6 +58,7 @@ static void *sync_main(void *arg)
 	struct journal_async *a = arg;
 	int wait = 1;
 
+	(void)pthread_setname_np(pthread_self(), "journal-sync"); /* for ps and /proc */
 	for (;;) {
 		uint64_t n, t;
 

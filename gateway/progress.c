@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon_wait.h"
 #include "durable.h"
 #include "gw_private.h"
 #include "journal.h"
@@ -170,6 +171,7 @@ static void *writer_main(void *arg)
 {
 	struct gw_progress *p = arg;
 
+	daemon_thread_off_path("progress-save");
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->job && !p->stop)

@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "clock.h"
+#include "daemon_wait.h"
 #include "gw_private.h"
 
 /* Pops the oldest id of a ring of cap ids (head, n); under mu. */
@@ -38,6 +39,7 @@ static void *worker_main(void *arg)
 {
 	struct gw_verify *v = arg;
 
+	daemon_thread_off_path("login-verify"); /* a login flood must not hold a CPU */
 	pthread_mutex_lock(&v->mu);
 	for (;;) {
 		while (!v->todo_n && !v->stop)

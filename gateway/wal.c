@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "daemon_wait.h"
 #include "gw_private.h"
 #include "journal.h"
 
@@ -253,6 +254,7 @@ static void *ckpt_main(void *arg)
 {
 	struct gw_logins *t = arg;
 
+	daemon_thread_off_path("wal-checkpoint");
 	atomic_store(&t->ckpt_err, ckpt_run(t));
 	atomic_store(&t->ckpt_done, 1);
 	return NULL;

@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "clock.h"
+#include "daemon_wait.h"
 #include "creds.h"
 #include "glimpse.h"
 #include "log.h"
@@ -602,6 +603,7 @@ static void *server_main(void *arg)
 {
 	struct glimpse *g = arg;
 
+	daemon_thread_off_path("glimpse"); /* its clients are the public's */
 	ev_run(g->loop, 0);
 	g->stopping = 1;
 	for (unsigned i = 0; i < g->max_sessions; i++)
@@ -694,7 +696,6 @@ int glimpse_start(struct glimpse *g)
 		ev_async_stop(g->owner, &g->want);
 		return -rc;
 	}
-	(void)pthread_setname_np(g->thread, "glimpse");
 	g->started = 1;
 	if (!g->has_logins)
 		log_warn("GLIMPSE: no [feed] logins file: every login is rejected");
