@@ -101,6 +101,10 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 	(void)revents;
 }
 
+/* Whether rt_apply put this process under SCHED_FIFO: only then does a
+ * pause leave it (and may come back: the process had the privilege). */
+static int rt_applied;
+
 /* [node] rt_priority: SCHED_FIFO for the calling thread, which every
  * thread it starts later inherits (pthreads' default; SCHED_RESET_ON_FORK
  * would reset the threads too, and the daemons fork nothing) but those
@@ -120,6 +124,7 @@ static int rt_apply(const struct node_config *node)
 		return -e;
 	}
 	log_info("rt_priority %d: SCHED_FIFO", sp.sched_priority);
+	rt_applied = 1;
 	return 0;
 }
 
@@ -160,6 +165,29 @@ void daemon_thread_off_path(const char *name)
 		sp.sched_priority = 0;
 		(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
 	}
+}
+
+int daemon_pause_begin(void)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+	int policy, prio;
+
+	if (!rt_applied || pthread_getschedparam(pthread_self(), &policy, &sp) != 0 ||
+	    policy != SCHED_FIFO)
+		return 0;
+	prio = sp.sched_priority;
+	sp.sched_priority = 0;
+	return pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp) == 0 ? prio : 0;
+}
+
+void daemon_pause_end(int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+	int e;
+
+	if (prio > 0 && (e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)) != 0)
+		log_warn("back to SCHED_FIFO %d after a pause: %s (the loop stays under the normal "
+			 "scheduler)", prio, strerror(e));
 }
 
 void daemon_wait_stop(const struct node_config *node, struct ev_loop *loop, ev_idle *spin)

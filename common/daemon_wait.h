@@ -29,5 +29,15 @@ void daemon_wait_stop(const struct node_config *node, struct ev_loop *loop, ev_i
  * cannot hold a CPU against the daemons' real-time loops (SCHED_FIFO has
  * no time slice). */
 void daemon_thread_off_path(const char *name);
+/* Around a long pause of the loop's own work that nothing waits for in
+ * real time (the matcher's snapshot serialization: a replica's other
+ * copies carry the path meanwhile): under rt_priority the calling thread
+ * leaves SCHED_FIFO for the normal scheduler, so that the other real-time
+ * daemons preempt it, and daemon_pause_end() puts it back. Only a process
+ * that rt_priority put under SCHED_FIFO pauses (one made real-time from
+ * outside, chrt or a unit, might not be allowed back). begin returns the
+ * priority to restore (0: nothing to undo). */
+int daemon_pause_begin(void);
+void daemon_pause_end(int prio);
 
 #endif

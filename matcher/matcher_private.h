@@ -52,6 +52,7 @@ struct matcher_stats {
 	uint64_t tape_answers, tape_too_old, tape_unrecoverable, exec_requests_dropped;
 	uint64_t drops_injected, drops_injected_data;
 	uint64_t snapshots_written, snapshots_failed, snapshots_skipped_busy, snapshots_rejected;
+	uint64_t snapshots_off_rt; /* serialized off SCHED_FIFO (rt_priority) */
 	uint64_t checkpoints_sent, checkpoint_send_errors, checkpoints_received;
 	uint64_t checkpoints_agreed, checkpoints_diverged, checkpoints_undecided;
 	uint64_t checkpoint_dissents, checkpoints_malformed, checkpoints_other_partition;

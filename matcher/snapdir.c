@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "daemon_wait.h"
 #include "log.h"
 #include "matcher_private.h"
 #include "snapshot.h"
@@ -149,13 +150,19 @@ static void on_snap_written(struct ev_loop *loop, ev_async *w, int revents)
 		snapshot_join(m);
 }
 
-/* The image of the state now, in m->snap_image: the loop's one pause. */
+/* The image of the state now, in m->snap_image: the loop's one pause.
+ * Under rt_priority it runs under the normal scheduler: the partition's
+ * other replicas carry the executions meanwhile, and a real-time pause of
+ * ~100 ms would hold a core against every other daemon. */
 static int snapshot_serialize(struct matcher *m, uint64_t seq)
 {
 	struct matcher_snap_feed pos;
 	uint64_t t0 = mono_ns();
+	int prio = daemon_pause_begin();
 	int r = matcher_snapshot_image(&m->snap_image, m->engine, matcher_feed_position(m, &pos));
 
+	daemon_pause_end(prio);
+	m->st.snapshots_off_rt += prio > 0;
 	m->snap_stall_ns = mono_ns() - t0;
 	if (r < 0)
 		return r;

@@ -6,7 +6,9 @@
 # cluster is idle (a blocking one sleeps), and trades as before; back to
 # block, it sleeps again; with rt_priority (where SCHED_FIFO is allowed)
 # its loop and sync threads are SCHED_FIFO at that priority and the threads
-# off the orders' path are not, it trades, and it sleeps when idle. --check-config refuses spin without cpus, spin with rt_priority, a
+# off the orders' path are not, it trades, and it sleeps when idle; a
+# matcher under rt_priority serializes a snapshot under the normal
+# scheduler and returns to SCHED_FIFO. --check-config refuses spin without cpus, spin with rt_priority, a
 # priority past 99, and a CPU list that is not one.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-gateway lockstep-bench lockstepctl
@@ -102,5 +104,18 @@ trade "block under SCHED_FIFO"
 rt=$(idle_cpu)
 python3 -c "import sys; sys.exit(0 if $rt < 0.2 else 1)" ||
 	fail "a real-time blocking gateway used $rt s of CPU in an idle second"
+
+# A matcher under rt_priority serializes a snapshot under the normal
+# scheduler (snapshots_off_rt) and is back under SCHED_FIFO after it.
+"$CLUSTER" stop matcher-1 --dir "$T" >/dev/null
+sed -i -e '/^rt_priority = /d' -e "s/^\[node\]\$/[node]\nrt_priority = 7/" "$T/matcher-1.conf"
+"$CLUSTER" start matcher-1 --dir "$T" >/dev/null || fail "matcher-1 did not start with rt_priority"
+snapshot_now matcher-1
+off=$(node_ctl matcher-1 stats | awk '$1 == "snapshots_off_rt" { print $2 }')
+[ "$off" = 1 ] || fail "matcher-1: snapshots_off_rt is '$off' after one snapshot under rt_priority"
+m_pid=$(cat "$T/matcher-1.pid")
+read -r prio policy < <(sed 's/^.*) //' "/proc/$m_pid/stat" | awk '{ print $38, $39 }')
+[ "$policy/$prio" = 1/7 ] || fail "matcher-1 after its snapshot: policy $policy, priority $prio (not 1/7)"
 echo "ok: pinned to CPU $cpu; idle second: spin $spun s of CPU, block $slept s," \
-	"block under SCHED_FIFO $rt s ($rt_threads threads SCHED_FIFO 7, the rest normal)"
+	"block under SCHED_FIFO $rt s ($rt_threads threads SCHED_FIFO 7, the rest normal);" \
+	"a real-time matcher's snapshot serialized off SCHED_FIFO, and back after"
