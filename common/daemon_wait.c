@@ -155,29 +155,29 @@ int daemon_wait_apply(const struct node_config *node, struct ev_loop *loop, ev_i
 	return 0;
 }
 
-void daemon_thread_off_path(const char *name)
-{
-	struct sched_param sp = { .sched_priority = 0 };
-	int policy;
-
-	(void)pthread_setname_np(pthread_self(), name);
-	if (pthread_getschedparam(pthread_self(), &policy, &sp) == 0 && policy == SCHED_FIFO) {
-		sp.sched_priority = 0;
-		(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-	}
-}
-
-int daemon_pause_begin(void)
+/* The calling thread from SCHED_FIFO to the normal scheduler: the priority
+ * it had, or 0 when it was not under SCHED_FIFO or could not leave it. */
+static int leave_fifo(void)
 {
 	struct sched_param sp = { .sched_priority = 0 };
 	int policy, prio;
 
-	if (!rt_applied || pthread_getschedparam(pthread_self(), &policy, &sp) != 0 ||
-	    policy != SCHED_FIFO)
+	if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0 || policy != SCHED_FIFO)
 		return 0;
 	prio = sp.sched_priority;
 	sp.sched_priority = 0;
 	return pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp) == 0 ? prio : 0;
+}
+
+void daemon_thread_off_path(const char *name)
+{
+	(void)pthread_setname_np(pthread_self(), name);
+	(void)leave_fifo();
+}
+
+int daemon_pause_begin(void)
+{
+	return rt_applied ? leave_fifo() : 0;
 }
 
 void daemon_pause_end(int prio)

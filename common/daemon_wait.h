@@ -33,7 +33,8 @@ void daemon_thread_off_path(const char *name);
  * real time (the matcher's snapshot serialization: a replica's other
  * copies carry the path meanwhile): under rt_priority the calling thread
  * leaves SCHED_FIFO for the normal scheduler, so that the other real-time
- * daemons preempt it, and daemon_pause_end() puts it back. Only a process
+ * daemons preempt it, and daemon_pause_end() puts it back (the matcher: once
+ * it has caught up after the pause). Only a process
  * that rt_priority put under SCHED_FIFO pauses (one made real-time from
  * outside, chrt or a unit, might not be allowed back). begin returns the
  * priority to restore (0: nothing to undo). */

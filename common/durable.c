@@ -1,6 +1,8 @@
-/* Durable replacement of small files (durable.h). */
+/* Durable replacement of files, and their gentle removal (durable.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,11 +54,44 @@ int durable_write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+/* The slice [off, off + len) of fd on disk now, and out of the page cache.
+ * Best effort: where the file system has no such thing the final fsync
+ * does it all. */
+static void slice_out(int fd, off_t off, off_t len)
+{
+	(void)sync_file_range(fd, off, len,
+			      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				      SYNC_FILE_RANGE_WAIT_AFTER);
+	(void)posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
+}
+
+/* Writes len bytes to fd at *off, each DURABLE_SLICE boundary crossed put
+ * on disk (slice_out) before more is written. 0 or -errno. */
+static int write_sliced(int fd, const char *p, size_t len, off_t *off)
+{
+	while (len) {
+		size_t room = DURABLE_SLICE - (size_t)(*off % DURABLE_SLICE);
+		size_t k = len < room ? len : room;
+		int r = durable_write_all(fd, p, k);
+
+		if (r < 0)
+			return r;
+		*off += (off_t)k;
+		p += k;
+		len -= k;
+		if (*off % DURABLE_SLICE == 0)
+			slice_out(fd, *off - DURABLE_SLICE, DURABLE_SLICE);
+	}
+	return 0;
+}
+
 /* Writes all of iov to fd. 0 or -errno. */
 static int write_iov(int fd, const struct iovec *iov, int n)
 {
+	off_t off = 0;
+
 	for (int i = 0; i < n; i++) {
-		int r = durable_write_all(fd, iov[i].iov_base, iov[i].iov_len);
+		int r = write_sliced(fd, iov[i].iov_base, iov[i].iov_len, &off);
 
 		if (r < 0)
 			return r;
@@ -88,4 +123,27 @@ int durable_write(const char *path, const struct iovec *iov, int n, mode_t mode)
 		return r;
 	}
 	return durable_sync_parent(path);
+}
+
+int durable_remove(const char *path)
+{
+	struct timespec pause = { 0, DURABLE_REMOVE_PAUSE_NS };
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), r = 0;
+	struct stat st;
+
+	if (unlink(path) < 0)
+		r = -errno;
+	/* its last name gone (not a link's target, nor a file with another
+	 * name): freed a slice at a time, and at once at the close */
+	if (fd >= 0 && r == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0) {
+		for (off_t size = st.st_size; size > (off_t)DURABLE_SLICE;) {
+			size -= (size - 1) % DURABLE_SLICE + 1; /* down to a boundary */
+			if (ftruncate(fd, size) < 0)
+				break;
+			nanosleep(&pause, NULL);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
 }

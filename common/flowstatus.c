@@ -14,6 +14,7 @@ size_t flow_status_encode(uint8_t out[FLOW_STATUS_LEN], const struct flow_status
 	memset(out, 0, FLOW_STATUS_LEN);
 	memcpy(out, magic, sizeof(magic));
 	out[4] = FLOW_STATUS_VERSION;
+	out[5] = st->flags;
 	out[6] = (uint8_t)(st->partition >> 8);
 	out[7] = (uint8_t)st->partition;
 	wire_put_u64(out + 8, st->applied);
@@ -48,8 +49,9 @@ int flow_status_decode(const uint8_t *buf, size_t len, struct flow_status *out)
 		return -EBADMSG;
 	if (buf[4] != FLOW_STATUS_VERSION)
 		return -EPROTO;
-	if (buf[5] != 0 || (n = name_len(buf + 24)) <= 0)
+	if ((buf[5] & ~FLOW_STATUS_PAUSING) != 0 || (n = name_len(buf + 24)) <= 0)
 		return -EBADMSG;
+	out->flags = buf[5];
 	out->partition = (uint16_t)(buf[6] << 8 | buf[7]);
 	out->applied = wire_get_u64(buf + 8);
 	out->window = wire_get_u64(buf + 16);

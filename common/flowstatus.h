@@ -6,14 +6,19 @@
  * retransmission address, beside the 20-byte MoldUDP64 requests; its length
  * (40) and magic tell them apart. Integers big-endian:
  *   0  "LSFS"           magic
- *   4  u8 version (1)   5  u8 flags (0)   6  u16 partition
+ *   4  u8 version (1)   5  u8 flags           6  u16 partition
  *   8  u64 applied      the highest tape seq the receiver has applied
  *  16  u64 window       events the receiver can take beyond applied
  *                       (0: the sequencer's flow_window)
  *  24  char name[16]    the receiver's node name, NUL-padded
  * A receiver sends one every so many events applied and at least every
  * FLOW_STATUS_INTERVAL_NS while live; the sequencer forgets a receiver it
- * has not heard for its flow_timeout. */
+ * has not heard for its flow_timeout.
+ * Flags: FLOW_STATUS_PAUSING says the receiver is about to stop reading for
+ * a planned pause (a snapshot): the tape need not wait for it while another
+ * receiver of its partition keeps up; it catches up from its kernel buffer
+ * (or by retransmission) and is counted again once it is back within its
+ * window of the tape. Any other bit is refused. */
 #ifndef LOCKSTEP_FLOWSTATUS_H
 #define LOCKSTEP_FLOWSTATUS_H
 
@@ -23,10 +28,12 @@
 #define FLOW_STATUS_LEN 40
 #define FLOW_STATUS_NAME_LEN 16
 #define FLOW_STATUS_INTERVAL_NS (100 * 1000000ull)
+#define FLOW_STATUS_PAUSING 0x01
 
 struct flow_status {
 	uint64_t applied, window;
 	uint16_t partition;
+	uint8_t flags; /* FLOW_STATUS_PAUSING, or 0 */
 	char name[FLOW_STATUS_NAME_LEN + 1]; /* NUL-terminated */
 };
 
@@ -35,7 +42,7 @@ size_t flow_status_encode(uint8_t out[FLOW_STATUS_LEN], const struct flow_status
 /* 1 when buf looks like a status message (its length and magic): the
  * caller's dispatch between it and a MoldUDP64 request. */
 int flow_status_is(const uint8_t *buf, size_t len);
-/* 0, or -EBADMSG (length, magic, flags, a name that is empty or has a byte
+/* 0, or -EBADMSG (length, magic, an unknown flag, a name that is empty or has a byte
  * outside printable ASCII before its padding, or non-NUL padding) or
  * -EPROTO (another version). */
 int flow_status_decode(const uint8_t *buf, size_t len, struct flow_status *out);

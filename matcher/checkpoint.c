@@ -317,6 +317,8 @@ static void on_ckpt_packet(struct matcher *m, uint8_t *buf, size_t len,
 		return;
 	}
 	m->st.checkpoints_received++;
+	if (c.seq > m->ck_peer_high)
+		m->ck_peer_high = c.seq; /* another replica has applied (and multicast) this far */
 	/* Beyond a window ahead it could only push out checkpoints still to
 	 * be voted on, and would be pushed out itself before it is reached. */
 	if (c.seq >= matcher_applied(m) + CKPT_WINDOW * k_ivl || !(s = ckpt_slot(m, c.seq))) {

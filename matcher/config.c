@@ -152,6 +152,10 @@ static const struct config_key matcher_keys[] = {
 	  0, NULL,
 	  "tests only: after the event at this tape seq, book an order that is not on the "
 	  "tape, so that this replica diverges (0: off)" },
+	{ "matcher", "test_snapshot_pause", CONFIG_DURATION, OFF(test_snapshot_pause_ns), 0, "0s",
+	  0, 10e9, NULL,
+	  "tests only: every snapshot stops the loop this much longer, as a large book's "
+	  "serialization does (0: off)" },
 	CONFIG_END,
 };
 

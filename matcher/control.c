@@ -38,7 +38,7 @@ static const struct counter_def stat_defs[] = {
 	COUNTER(exec_blocks_withheld), COUNTER(exec_requests_refused), COUNTER(exec_send_waits),
 	COUNTER(flow_status_sent), COUNTER(retrans_budget_refused), COUNTER(tape_day_later),
 	COUNTER(tape_first_a), COUNTER(tape_first_b), COUNTER(exec_b_packets),
-	COUNTER(exec_b_send_errors),
+	COUNTER(exec_b_send_errors), COUNTER(exec_packets_skipped_resuming),
 };
 _Static_assert(ARRAY_SIZE(stat_defs) == sizeof(struct matcher_stats) / sizeof(uint64_t),
 	       "a name for every counter");
@@ -49,7 +49,8 @@ static const struct counter_def extra_defs[] = {
 	GAUGE(checkpoint_last_agreed), GAUGE(orders_open), COUNTER(accepted), COUNTER(rejects),
 	COUNTER(canceled), COUNTER(matches), COUNTER(shares_matched), COUNTER(ignored_duplicates),
 	GAUGE(tokens), COUNTER(tokens_forgotten), GAUGE(flow_cost_per_event), GAUGE(flow_window),
-	GAUGE(snapshot_stall_us), COUNTER(tape_unbelievable), COUNTER(day_events),
+	GAUGE(snapshot_stall_us), GAUGE(snapshot_resume_us), COUNTER(tape_unbelievable),
+	COUNTER(day_events),
 	COUNTER(day_events_ignored), COUNTER(closed_cancels), COUNTER(closed_rejects),
 	COUNTER(admin_events), COUNTER(admin_ignored), COUNTER(risk_rejects), COUNTER(risk_killed),
 	COUNTER(risk_qty), COUNTER(risk_notional), COUNTER(risk_collar), COUNTER(risk_open),
@@ -156,7 +157,7 @@ static void matcher_stats(void *self, struct counters *out)
 		(uint64_t)m->rcvbuf_granted, m->ck_last_agreed, es.orders_open, es.accepted,
 		es.rejects, es.canceled, es.matches, es.shares_matched, es.ignored_duplicates,
 		es.tokens, es.tokens_forgotten, m->flow_cost.per_event, matcher_flow_window(m),
-		m->snap_stall_ns / 1000, rs.unbelievable, es.day_events, es.day_ignored,
+		m->snap_stall_ns / 1000, m->resume_ns / 1000, rs.unbelievable, es.day_events, es.day_ignored,
 		es.closed_cancels, es.closed_rejects, es.admin_events, es.admin_ignored,
 		es.risk_rejects, es.risk_killed, es.risk_qty, es.risk_notional, es.risk_collar,
 		es.risk_open, es.risk_credit, es.kill_cancels, es.user_tokens_forgotten,

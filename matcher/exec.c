@@ -46,6 +46,14 @@ void matcher_exec_flush(struct matcher *m)
 		exec_end_packet(m);
 	if (m->tx_count == 0)
 		return;
+	/* resuming after a pause, behind another replica that reported a
+	 * checkpoint past what these packets answer: it sent them (see
+	 * matcher_resume_begin) */
+	if (m->resuming && m->resume_quiet && matcher_applied(m) <= m->ck_peer_high) {
+		m->st.exec_packets_skipped_resuming += m->tx_count;
+		m->tx_count = 0;
+		return;
+	}
 	auth_node_seal_batch(AUTH_EXEC, &m->tx, m->tx_count, 0);
 	int sent = iopath_send(&m->io, &m->tx, m->exec_fd, m->tx_count, NET_SEND_WAIT_NS,
 			       &m->st.exec_send_waits);
@@ -116,7 +124,8 @@ void matcher_exec_heartbeat(struct matcher *m, uint64_t now)
 	uint8_t hb[AUTH_CONTROL_MAX];
 	size_t n;
 
-	if (now - m->last_exec_send_ns < m->cfg->heartbeat_ns || m->diverged)
+	/* resuming: the next number it would announce may not be out yet */
+	if (now - m->last_exec_send_ns < m->cfg->heartbeat_ns || m->diverged || m->resuming)
 		return;
 	n = auth_node_heartbeat(hb, AUTH_EXEC, &m->exec_session, m->exec_next, 0);
 	sendto(m->exec_fd, hb, n, 0, (struct sockaddr *)&m->exec_group,

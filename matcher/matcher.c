@@ -15,6 +15,7 @@
 #include "addrlist.h"
 #include "clock.h"
 #include "convert.h"
+#include "daemon_wait.h"
 #include "engine.h"
 #include "exec.h"
 #include "glimpse.h"
@@ -391,29 +392,15 @@ static void flow_sample_end(struct matcher *m, int64_t rmem, int n)
 		flow_cost_sample(&m->flow_cost, (uint64_t)rmem, m->flow_read_events);
 }
 
-/* While live: a status message (common/flowstatus.h) to every sequencer
- * node when flow_status_every events (at most a quarter of the window) were
- * applied since the last, or FLOW_STATUS_INTERVAL_NS has passed. A replica that is catching up says
- * nothing: it reads what it misses by retransmission and must not hold the
- * tape back meanwhile. */
-static void flow_status_send(struct matcher *m, uint64_t now)
+/* A status message (common/flowstatus.h) to every sequencer node. */
+static void flow_status_put(struct matcher *m, uint64_t now, uint64_t applied, uint64_t window,
+			    uint8_t flags)
 {
-	struct flow_status st = { .partition = (uint16_t)m->cfg->partition };
-	uint64_t applied = matcher_applied(m), window = matcher_flow_window(m);
-	uint64_t every = m->cfg->flow_status_every;
+	struct flow_status st = { .partition = (uint16_t)m->cfg->partition, .applied = applied,
+				  .window = window, .flags = flags };
 	uint8_t buf[FLOW_STATUS_LEN + AUTH_TRAILER_LEN];
 	size_t n;
 
-	/* a small window (a small buffer) is reported four times over, or
-	 * the tape would wait for the 100 ms status */
-	if (every > window / 4)
-		every = window / 4 ? window / 4 : 1;
-	if (!m->cfg->flow_status_every || m->state != M_LIVE ||
-	    (applied - m->flow_sent_applied < every &&
-	     now - m->flow_sent_ns < FLOW_STATUS_INTERVAL_NS))
-		return;
-	st.applied = applied;
-	st.window = window;
 	memcpy(st.name, m->cfg->node.name, strnlen(m->cfg->node.name, FLOW_STATUS_NAME_LEN));
 	n = auth_node_seal(AUTH_FLOW, buf, flow_status_encode(buf, &st), sizeof(buf), AUTH_RAW);
 	for (unsigned i = m->n_near; i < m->n_retrans; i++) /* the sequencers, not the recorders */
@@ -424,12 +411,91 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	m->st.flow_status_sent++;
 }
 
+/* While live: a status when flow_status_every events (at most a quarter of
+ * the window) were applied since the last, or FLOW_STATUS_INTERVAL_NS has
+ * passed. A replica that is catching up says nothing: it reads what it
+ * misses by retransmission and must not hold the tape back meanwhile. */
+static void flow_status_send(struct matcher *m, uint64_t now)
+{
+	uint64_t applied = matcher_applied(m), window = matcher_flow_window(m);
+	uint64_t every = m->cfg->flow_status_every;
+
+	/* a small window (a small buffer) is reported four times over, or
+	 * the tape would wait for the 100 ms status */
+	if (every > window / 4)
+		every = window / 4 ? window / 4 : 1;
+	if (!m->cfg->flow_status_every || m->state != M_LIVE ||
+	    (applied - m->flow_sent_applied < every &&
+	     now - m->flow_sent_ns < FLOW_STATUS_INTERVAL_NS))
+		return;
+	flow_status_put(m, now, applied, window, 0);
+}
+
+void matcher_flow_pause(struct matcher *m)
+{
+	if (m->cfg->flow_status_every && m->state == M_LIVE)
+		flow_status_put(m, m->now, matcher_applied(m), matcher_flow_window(m),
+				FLOW_STATUS_PAUSING);
+}
+
+void matcher_resume_begin(struct matcher *m, int prio)
+{
+	if (!m->resuming || prio > 0) /* a pause within a resume: the first's */
+		m->resume_prio = prio;
+	if (!m->resuming)
+		m->resume_skipped_from = m->st.exec_packets_skipped_resuming;
+	/* a day's snapshot is every replica's at one seq: none is ahead */
+	m->resume_quiet = !m->day_snapshot;
+	m->resuming = 1;
+	m->resume_from_ns = mono_ns();
+}
+
+/* Back to SCHED_FIFO, executions multicast again: the tape sockets are
+ * empty (caught_up 1), or MATCHER_RESUME_MAX_NS passed (0: a tape that
+ * never drains must not keep the loop off its priority), or the matcher
+ * stops (-1: no line). */
+static void resume_end(struct matcher *m, uint64_t now, int caught_up)
+{
+	uint64_t skipped = m->st.exec_packets_skipped_resuming - m->resume_skipped_from;
+
+	m->resuming = 0;
+	m->resume_ns = now - m->resume_from_ns;
+	daemon_pause_end(m->resume_prio);
+	if (caught_up > 0)
+		log_info("snapshot at tape seq %llu: caught up in %.1f ms after the pause (%llu "
+			 "exec packets left to the other replicas)",
+			 (unsigned long long)m->snap_pending, (double)m->resume_ns / 1e6,
+			 (unsigned long long)skipped);
+	else if (caught_up == 0)
+		log_warn("snapshot at tape seq %llu: not caught up %.1f ms after the pause: the "
+			 "loop is back to its priority and multicasts again",
+			 (unsigned long long)m->snap_pending, (double)m->resume_ns / 1e6);
+}
+
+/* Whether the tape sockets (A and B) hold nothing: the backlog of a pause
+ * is read. A getsockopt each, while resuming only. */
+static int tape_sockets_empty(const struct matcher *m)
+{
+	return net_rmem_alloc(m->tape_fd) <= 0 &&
+	       (m->tape_b_fd < 0 || net_rmem_alloc(m->tape_b_fd) <= 0);
+}
+
+static void resume_check(struct matcher *m, uint64_t now)
+{
+	if (tape_sockets_empty(m))
+		resume_end(m, now, 1);
+	else if (now - m->resume_from_ns > MATCHER_RESUME_MAX_NS)
+		resume_end(m, now, 0);
+}
+
 /* The end of a wakeup of the tape: held events, the executions, the
  * state, the flow status, the request timer. */
 static void tape_wakeup_end(struct matcher *m)
 {
 	if (rx_holding(m->tape_rx))
 		rx_resume(m->tape_rx, m->now);
+	if (m->resuming)
+		resume_check(m, mono_ns());
 	matcher_exec_flush(m);
 	matcher_feed_flush(m);
 	if (m->heard && rx_missing(m->tape_rx) == 0 && !rx_holding(m->tape_rx))
@@ -516,6 +582,8 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	     (m->state == M_LIVE && matcher_applied(m) == m->tick_applied)))
 		matcher_set_state(m, M_CATCHING_UP);
 	m->tick_applied = matcher_applied(m);
+	if (m->resuming)
+		resume_check(m, now);
 	matcher_exec_flush(m);
 	matcher_feed_flush(m);
 	flow_status_send(m, now);
@@ -817,6 +885,10 @@ static void start_watchers(struct matcher *m)
 			 "will apply the tape wrongly after that seq and diverge from the others "
 			 "(for tests only, never in production)",
 			 (unsigned long long)m->cfg->test_fault_diverge_at);
+	if (m->cfg->test_snapshot_pause_ns)
+		log_warn("TEST PAUSE ARMED: [matcher] test_snapshot_pause: every snapshot stops "
+			 "this replica %.0f ms longer (for tests only, never in production)",
+			 (double)m->cfg->test_snapshot_pause_ns / 1e6);
 	ev_timer_init(&m->tick, on_tick, 0.01, 0.01);
 	m->tick.data = m;
 	ev_timer_start(m->loop, &m->tick);
@@ -855,6 +927,8 @@ int matcher_open(struct matcher **out, struct ev_loop *loop, const struct matche
 
 void matcher_stop(struct matcher *m)
 {
+	if (m->resuming) /* what it holds goes out: the others may be gone too */
+		resume_end(m, mono_ns(), -1);
 	matcher_exec_flush(m);
 	matcher_snapshot_reap(m);
 	if (m->diverged) {

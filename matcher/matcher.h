@@ -43,6 +43,7 @@ struct matcher_config {
 	 * replicas, so that the replicas never write at once */
 	uint64_t replica;
 	uint64_t test_fault_diverge_at; /* tests: tape seq of the diverge fault, 0: off */
+	uint64_t test_snapshot_pause_ns; /* tests: a snapshot's pause this much longer */
 	/* flow control: a status message to the sequencers every this many
 	 * events applied while live (0: none: this replica never holds the
 	 * tape back) */

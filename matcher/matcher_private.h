@@ -66,6 +66,9 @@ struct matcher_stats {
 	/* A/B (common/abnet.h): tape datagrams whose copy from network A or B
 	 * came first (brought new events); exec datagrams sent on B, refused */
 	uint64_t tape_first_a, tape_first_b, exec_b_packets, exec_b_send_errors;
+	/* after a snapshot's pause: exec packets not multicast while the
+	 * replica caught up (the partition's others had sent them) */
+	uint64_t exec_packets_skipped_resuming;
 };
 
 /* One checkpoint's votes: this replica's hash once it has applied the seq,
@@ -158,6 +161,11 @@ struct matcher {
 	int snap_busy, snap_result;
 	ev_async snap_async;
 	uint64_t snap_stall_ns; /* the last serialization: the loop's pause */
+	/* after it, until the tape socket is drained (matcher_resume_*): the
+	 * SCHED_FIFO priority to go back to, and since when */
+	int resuming, resume_prio, resume_quiet;
+	uint64_t resume_from_ns, resume_ns; /* resume_ns: the last catch-up's length */
+	uint64_t resume_skipped_from; /* exec_packets_skipped_resuming when it began */
 	uint64_t snap_pending; /* its tape seq */
 	uint64_t snap_last; /* the newest complete snapshot's tape seq (or loaded one) */
 	uint64_t start_seq; /* the first tape seq to apply */
@@ -177,6 +185,7 @@ struct matcher {
 	/* checkpoint seq C in ck[C / interval % CKPT_WINDOW] */
 	struct matcher_checkpoint_slot ck[CKPT_WINDOW];
 	uint64_t ck_last_agreed; /* the newest checkpoint seq agreed at, 0: none */
+	uint64_t ck_peer_high; /* the highest checkpoint seq another replica reported */
 	int ck_warned; /* the replicas-count warning was logged */
 	/* seq % snapshot_interval at which this replica writes a snapshot: a
 	 * snapshot pauses its writer (the serialization) and its writer thread
@@ -218,6 +227,23 @@ void matcher_set_state(struct matcher *m, enum matcher_state s);
 /* The events the tape socket holds beyond what was applied (the window the
  * status messages state): 3/4 of its buffer at the measured cost per event. */
 uint64_t matcher_flow_window(const struct matcher *m);
+/* Tells the sequencers (FLOW_STATUS_PAUSING) that this replica stops
+ * reading the tape for a planned pause, so that the tape does not wait for
+ * it while its partition's other replicas keep up. While live only. */
+void matcher_flow_pause(struct matcher *m);
+/* After a snapshot's pause (prio: daemon_pause_begin()'s): the replica is
+ * behind by what came meanwhile and reads it from its socket. Until the
+ * tape sockets are empty (or MATCHER_RESUME_MAX_NS) it stays under the
+ * normal scheduler (the daemons on the orders' path go first), sends no
+ * heartbeat, and multicasts no execution packet answering a tape seq that
+ * another replica of the partition has reported a checkpoint beyond
+ * (ck_peer_high): that one has sent them, and a burst of duplicates would
+ * queue in every gateway ahead of the live ones. The blocks stay in the
+ * ring for a gateway that asks. With no other replica ahead (alone,
+ * checkpoints off, the others dead or behind), or after a day's snapshot
+ * (every replica's, at one seq), it multicasts as it catches up. */
+void matcher_resume_begin(struct matcher *m, int prio);
+#define MATCHER_RESUME_MAX_NS (2 * 1000000000ull)
 
 /* --- exec.c: the execution stream out and its retransmissions --- */
 

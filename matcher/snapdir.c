@@ -16,15 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "daemon_wait.h"
+#include "durable.h"
 #include "log.h"
 #include "matcher_private.h"
 #include "snapshot.h"
 
 #define SNAP_LIST_MAX 1024 /* snapshots in the directory that are looked at */
+
+/* a day's snapshot due while one is written is tried again at every event */
+static struct log_ratelimit rl_busy = LOG_RATELIMIT_INIT(1, 5);
 
 static int snap_name_seq(const char *name, uint64_t *seq)
 {
@@ -65,6 +70,9 @@ static size_t snap_list(const char *dir, uint64_t *seqs, size_t cap)
 	return n;
 }
 
+/* All but the snapshot_keep newest removed, gently (durable_remove: an
+ * unlink of a 100 MB file at once stalls the other daemons' syncs), by the
+ * writer thread after it wrote a new one. */
 static void snapshot_prune(struct matcher *m)
 {
 	uint64_t seqs[SNAP_LIST_MAX];
@@ -73,18 +81,24 @@ static void snapshot_prune(struct matcher *m)
 
 	for (size_t i = m->cfg->snapshot_keep; i < n; i++) {
 		matcher_snapshot_path(path, sizeof(path), m->snap_dir, seqs[i]);
-		unlink(path);
+		(void)durable_remove(path);
 	}
 }
 
 /* A diverged replica's snapshots after its last agreed checkpoint may hold
  * the wrong state, which a restart would load: they are renamed
- * snap-SEQ.lss.diverged (kept for a post-mortem, never loaded). */
+ * snap-SEQ.lss.diverged (kept for a post-mortem, never loaded). While the
+ * writer thread runs (it prunes the directory) this waits for its end
+ * (snapshot_done). */
 void matcher_snapshot_quarantine(struct matcher *m)
 {
 	uint64_t seqs[SNAP_LIST_MAX];
-	size_t n = snap_list(m->snap_dir, seqs, SNAP_LIST_MAX);
+	size_t n;
 	char path[340], to[360];
+
+	if (m->snap_busy) /* the writer prunes the directory: when it is done */
+		return;
+	n = snap_list(m->snap_dir, seqs, SNAP_LIST_MAX);
 
 	for (size_t i = 0; i < n; i++) {
 		if (seqs[i] <= m->ck_last_agreed)
@@ -107,28 +121,33 @@ static void snapshot_done(struct matcher *m, int r)
 		m->st.snapshots_written++;
 		m->snap_last = m->snap_pending;
 		log_notice("snapshot at tape seq %llu written", (unsigned long long)m->snap_pending);
-		snapshot_prune(m);
-		/* a diverged replica's may postdate the last agreed checkpoint */
-		if (m->diverged)
-			matcher_snapshot_quarantine(m);
 	} else {
 		m->st.snapshots_failed++;
 		log_err("snapshot at tape seq %llu failed: %s (in %s)",
 			(unsigned long long)m->snap_pending, strerror(-r), m->snap_dir);
 	}
+	/* a diverged replica's may postdate the last agreed checkpoint (and
+	 * a quarantine asked for while the writer ran was put off to now) */
+	if (m->diverged)
+		matcher_snapshot_quarantine(m);
 }
 
 /* The writer thread: the file from the image, at idle priority (on a busy
  * host a snapshot then takes longer, but does not take a core from the
- * replicas, the gateways or the sequencer). It touches the image and the
- * header, which the loop leaves alone while snap_busy, and nothing else. */
+ * replicas, the gateways or the sequencer), a slice at a time
+ * (durable.h), then the old ones pruned. It touches the image, the header
+ * and the snapshot directory, which the loop leaves alone while snap_busy,
+ * and nothing else. */
 static void *snapshot_writer(void *arg)
 {
 	struct matcher *m = arg;
 	struct sched_param sp = { .sched_priority = 0 };
 
+	(void)pthread_setname_np(pthread_self(), "snap-writer");
 	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
 	m->snap_result = matcher_snapshot_write_image(m->snap_dir, &m->snap_hdr, &m->snap_image);
+	if (m->snap_result == 0)
+		snapshot_prune(m);
 	ev_async_send(m->loop, &m->snap_async);
 	return NULL;
 }
@@ -150,18 +169,30 @@ static void on_snap_written(struct ev_loop *loop, ev_async *w, int revents)
 		snapshot_join(m);
 }
 
-/* The image of the state now, in m->snap_image: the loop's one pause.
- * Under rt_priority it runs under the normal scheduler: the partition's
- * other replicas carry the executions meanwhile, and a real-time pause of
- * ~100 ms would hold a core against every other daemon. */
+/* The image of the state now, in m->snap_image: the loop's one pause,
+ * announced to the sequencers first, so that the tape does not wait for
+ * this replica (the partition's other replicas carry the executions
+ * meanwhile; it catches up from its kernel buffer after, quietly:
+ * matcher_resume_begin). Under rt_priority it runs under the normal
+ * scheduler: a real-time pause of ~100 ms would hold a core against every
+ * other daemon. */
 static int snapshot_serialize(struct matcher *m, uint64_t seq)
 {
 	struct matcher_snap_feed pos;
 	uint64_t t0 = mono_ns();
-	int prio = daemon_pause_begin();
-	int r = matcher_snapshot_image(&m->snap_image, m->engine, matcher_feed_position(m, &pos));
+	int prio, r;
 
-	daemon_pause_end(prio);
+	matcher_flow_pause(m);
+	prio = daemon_pause_begin();
+	r = matcher_snapshot_image(&m->snap_image, m->engine, matcher_feed_position(m, &pos));
+	if (m->cfg->test_snapshot_pause_ns) {
+		struct timespec ts = { (time_t)(m->cfg->test_snapshot_pause_ns / 1000000000u),
+				       (long)(m->cfg->test_snapshot_pause_ns % 1000000000u) };
+
+		nanosleep(&ts, NULL);
+	}
+
+	matcher_resume_begin(m, prio);
 	m->st.snapshots_off_rt += prio > 0;
 	m->snap_stall_ns = mono_ns() - t0;
 	if (r < 0)
@@ -181,8 +212,10 @@ int matcher_snapshot_take(struct matcher *m, uint64_t seq)
 		return -ESTALE; /* the state is wrong: a snapshot of it would be loaded later */
 	if (m->snap_busy) {
 		m->st.snapshots_skipped_busy++;
-		log_warn("snapshot at tape seq %llu skipped: the one at %llu is still being written",
-			 (unsigned long long)seq, (unsigned long long)m->snap_pending);
+		log_ratelimited(&rl_busy, LOG_LVL_WARNING,
+				"snapshot at tape seq %llu skipped: the one at %llu is still being "
+				"written", (unsigned long long)seq,
+				(unsigned long long)m->snap_pending);
 		return -EBUSY;
 	}
 	if (!ev_is_active(&m->snap_async)) {

@@ -162,7 +162,8 @@ const struct counter_def seq_counters[SEQ_N_COUNTERS] = {
 	GAUGE(commit_us_p50), GAUGE(commit_us_p99), GAUGE(commit_us_max), COUNTER(handovers),
 	COUNTER(handovers_abandoned), COUNTER(timeout_now), COUNTER(commands_handover),
 	COUNTER(tape_send_waits), COUNTER(flow_status_received), COUNTER(flow_status_bad),
-	COUNTER(flow_holds), GAUGE(flow_receivers), GAUGE(flow_held),
+	COUNTER(flow_holds), GAUGE(flow_receivers), GAUGE(flow_held), COUNTER(flow_receiver_pauses),
+	GAUGE(flow_receivers_behind),
 	COUNTER(tape_b_packets_sent), COUNTER(tape_b_send_errors),
 };
 
@@ -393,7 +394,8 @@ void seq_get_stats(const struct sequencer *s, struct seq_stats *out)
 	out->retrans_budget_refused = s->srv.st.budget_refused;
 	out->tape_b_packets_sent = s->tape_b.packets;
 	out->tape_b_send_errors = s->tape_b.send_errors;
-	out->flow_receivers = s->flow.n;
+	out->flow_receivers = s->flow.t.n;
+	out->flow_receivers_behind = flow_table_behind(&s->flow.t);
 	out->flow_held = s->state == SEQ_PRIMARY && s->commit > s->published
 				 ? s->commit - s->published : 0;
 	out->drops_injected = s->drop_cmd.dropped + s->drop_req.dropped + s->drop_retrans.dropped +

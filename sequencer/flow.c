@@ -7,71 +7,24 @@
  * in its kernel receive buffer. What is held is published as the receivers
  * catch up (from `pend`, or read back from the journal). The gateways'
  * windows (gateway/flow.c) then fill and stop the clients: the whole chain
- * slows to its slowest live receiver, and no datagram is dropped on the way.
+ * slows to its slowest receiver in step, and no datagram is dropped on the way
+ * (a replica back from a pause reads what the tape carried meanwhile from
+ * its own receive buffer, which holds seconds of it).
  *
  * A receiver that stops sending (dead, or catching up by retransmission,
  * which does not need the tape) is forgotten after flow_timeout, so a dead
  * replica cannot stop the exchange. No receivers, or flow_window 0: no
- * limit. */
-#include <string.h>
-
+ * limit.
+ *
+ * The limit counts the receivers in step (flowtable.h): a replica that
+ * announced a planned pause (a snapshot), or came back behind, is not
+ * waited for while another replica of its partition keeps up. */
 #include "flowstatus.h"
 #include "log.h"
 #include "clock.h"
 #include "seq_private.h"
 
 static struct log_ratelimit rl_flow = LOG_RATELIMIT_INIT(1, 5);
-
-/* The receiver that sent from `from`, or a free entry for it; NULL when the
- * table is full. */
-static struct seq_flow_rcv *flow_find(struct seq_flow *f, const struct sockaddr_in *from)
-{
-	for (unsigned i = 0; i < f->n; i++)
-		if (net_addr_same(&f->r[i].addr, from))
-			return &f->r[i];
-	if (f->n == SEQ_FLOW_RECEIVERS)
-		return NULL;
-	memset(&f->r[f->n], 0, sizeof(f->r[0]));
-	f->r[f->n].addr = *from;
-	return &f->r[f->n++];
-}
-
-/* The limit from the receivers heard since `since`: min(applied + window). */
-static uint64_t flow_compute(const struct sequencer *s, uint64_t since)
-{
-	const struct seq_flow *f = &s->flow;
-	uint64_t limit = UINT64_MAX;
-
-	if (s->cfg.flow_window == 0)
-		return UINT64_MAX;
-	for (unsigned i = 0; i < f->n; i++) {
-		const struct seq_flow_rcv *r = &f->r[i];
-		uint64_t w = r->window ? r->window : s->cfg.flow_window, l;
-
-		if (r->heard_ns < since)
-			continue;
-		l = r->applied + w < r->applied ? UINT64_MAX : r->applied + w;
-		if (l < limit)
-			limit = l;
-	}
-	return limit;
-}
-
-/* Forgets the receivers not heard since `since` (keeping the order). */
-static void flow_expire(struct seq_flow *f, uint64_t since)
-{
-	unsigned k = 0;
-
-	for (unsigned i = 0; i < f->n; i++) {
-		if (f->r[i].heard_ns >= since) {
-			f->r[k++] = f->r[i];
-			continue;
-		}
-		log_notice("flow control: receiver %s not heard for a while: forgotten",
-			   f->r[i].name);
-	}
-	f->n = k;
-}
 
 /* Receivers heard before this are no longer counted. */
 static uint64_t flow_since(const struct sequencer *s, uint64_t now)
@@ -84,43 +37,62 @@ static void flow_update(struct sequencer *s, uint64_t now)
 {
 	uint64_t old = s->flow.limit;
 
-	s->flow.limit = flow_compute(s, flow_since(s, now));
+	s->flow.limit = flow_table_limit(&s->flow.t, flow_since(s, now));
 	if (s->flow.limit > old && s->state == SEQ_PRIMARY && s->published < s->commit)
 		seq_tape_publish(s, s->published + 1, s->commit);
+}
+
+/* A receiver counted again, on the primary. */
+static void flow_log_step(const struct sequencer *s, const struct flow_rcv *r, unsigned changes)
+{
+	if (changes & FLOW_LATE)
+		log_notice("flow control: receiver %s counted again, still %llu behind the tape "
+			   "after %.1f s: the tape waits for it", r->name,
+			   (unsigned long long)(s->published - r->applied),
+			   (double)s->flow.t.catchup_ns / 1e9);
+	else if ((changes & FLOW_IN_STEP) && !(changes & FLOW_JOINED))
+		log_info("flow control: receiver %s in step again at tape seq %llu", r->name,
+			 (unsigned long long)r->applied);
 }
 
 void seq_flow_status(struct sequencer *s, const uint8_t *buf, size_t len,
 		     const struct sockaddr_in *from)
 {
 	struct flow_status st;
-	struct seq_flow_rcv *r;
+	const struct flow_rcv *r;
 	uint64_t now = mono_ns();
+	unsigned changes;
 
 	if (flow_status_decode(buf, len, &st) < 0) {
 		s->st.flow_status_bad++;
 		return;
 	}
 	s->st.flow_status_received++;
-	if (!(r = flow_find(&s->flow, from))) {
+	if (!(r = flow_table_status(&s->flow.t, &st, from, now, s->published, &changes))) {
 		log_ratelimited(&rl_flow, LOG_LVL_WARNING,
 				"flow control: more than %d receivers: %s not counted",
-				SEQ_FLOW_RECEIVERS, st.name);
+				FLOW_TABLE_RECEIVERS, st.name);
 		return;
 	}
-	if (r->heard_ns == 0)
-		log_notice("flow control: receiver %s (partition %u) at tape seq %llu", st.name,
-			   (unsigned)st.partition, (unsigned long long)st.applied);
-	memcpy(r->name, st.name, sizeof(r->name));
-	if (st.applied > r->applied || r->heard_ns == 0)
-		r->applied = st.applied;
-	r->window = st.window;
-	r->heard_ns = now;
+	if (changes & FLOW_JOINED)
+		log_notice("flow control: receiver %s (partition %u) at tape seq %llu", r->name,
+			   (unsigned)r->partition, (unsigned long long)r->applied);
+	if (changes & FLOW_PAUSED)
+		s->st.flow_receiver_pauses++;
+	if (s->state == SEQ_PRIMARY) /* a standby's `published` says nothing */
+		flow_log_step(s, r, changes);
 	flow_update(s, now);
+}
+
+static void flow_forgot(void *ctx, const struct flow_rcv *r)
+{
+	(void)ctx;
+	log_notice("flow control: receiver %s not heard for a while: forgotten", r->name);
 }
 
 void seq_flow_tick(struct sequencer *s, uint64_t now)
 {
-	flow_expire(&s->flow, flow_since(s, now));
+	flow_table_expire(&s->flow.t, flow_since(s, now), flow_forgot, NULL);
 	flow_update(s, now);
 }
 

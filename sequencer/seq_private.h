@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flowtable.h"
 #include "hist.h"
 #include "abnet.h"
 #include "addrlist.h"
@@ -63,18 +64,12 @@ extern const char *const seq_state_names[SEQ_STATE_MAX];
 /* [sequencer] fsync's values (control.c), as journal policies */
 extern const enum journal_fsync seq_fsync_modes[];
 
-/* The tape's flow control (flow.c): the receivers' status, the limit. */
-#define SEQ_FLOW_RECEIVERS 256 /* 16 partitions x 16 replicas */
-
-struct seq_flow_rcv {
-	struct sockaddr_in addr; /* where its status comes from */
-	char name[17];
-	uint64_t applied, window, heard_ns;
-};
-
+/* The tape's flow control (flow.c): the receivers' table, the limit. A
+ * receiver behind after a pause is counted again after this many
+ * flow_timeouts at most (flowtable.h, catchup_ns). */
+#define SEQ_FLOW_CATCHUP_TIMEOUTS 4
 struct seq_flow {
-	struct seq_flow_rcv r[SEQ_FLOW_RECEIVERS];
-	unsigned n;
+	struct flow_table t;
 	uint64_t limit; /* the highest seq the tape may carry; UINT64_MAX: none */
 	int holding; /* the last publish stopped at the limit */
 };

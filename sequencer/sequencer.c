@@ -690,6 +690,8 @@ int seq_open(struct sequencer **out, struct ev_loop *loop, const struct seq_conf
 	s->tape_b.fd = -1;
 	s->primary_id = RAFT_NOBODY;
 	s->flow.limit = UINT64_MAX;
+	s->flow.t.window = cfg->flow_window;
+	s->flow.t.catchup_ns = SEQ_FLOW_CATCHUP_TIMEOUTS * cfg->flow_timeout_ns;
 	rxpath_loss_init(&s->rng,
 			 (struct rx_drop *const[]){ &s->drop_cmd, &s->drop_req, &s->drop_retrans,
 						    &s->drop_raft },

@@ -156,8 +156,10 @@ struct seq_stats {
 	/* flow control (flow.c) */
 	uint64_t flow_status_received, flow_status_bad;
 	uint64_t flow_holds; /* times the tape stopped at the receivers' limit */
-	uint64_t flow_receivers; /* receivers counted now */
+	uint64_t flow_receivers; /* receivers heard now */
 	uint64_t flow_held; /* committed events not yet published */
+	uint64_t flow_receiver_pauses; /* planned pauses receivers announced */
+	uint64_t flow_receivers_behind; /* of those, not in step (flowtable.h) */
 	/* A/B: the tape's copy on network B (common/abnet.h) */
 	uint64_t tape_b_packets_sent, tape_b_send_errors;
 };

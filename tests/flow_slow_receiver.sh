@@ -5,12 +5,19 @@
 # position + the window its buffer holds (flow_holds), the gateway's window
 # then stops the clients, and when it resumes nothing has been lost
 # (rxq_dropped 0), every order is answered and both replicas agree.
+# A replica's snapshot is another matter: its pause is announced
+# (test_snapshot_pause makes it 400 ms, as a large book's is), so the tape
+# runs on at the other replica's pace (flow_receiver_pauses), and the
+# replica catches up from its buffer without sending the gateway the
+# executions the other one sent (exec_packets_skipped_resuming), and is
+# counted again (in step again); nothing lost, both agree.
 # Then a replica that stays stopped past flow_timeout is forgotten: the
 # tape goes on without it.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-bench
 
-cluster_up --set matcher.rcvbuf=1M --set sequencer.flow_timeout=500ms
+cluster_up --set matcher.rcvbuf=1M --set sequencer.flow_timeout=500ms \
+	--set matcher.test_snapshot_pause=400ms
 
 for _ in $(seq 1 50); do
 	[ "$(stat_get seq-1 flow_receivers)" = 2 ] && break
@@ -34,6 +41,30 @@ holds=$(stat_get seq-1 flow_holds)
 agree matcher-1 matcher-2
 info "a replica stopped for 300 ms: the tape held $holds times, nothing lost (window $(stat_get matcher-2 flow_window) events at $(stat_get matcher-2 flow_cost_per_event) bytes each)"
 
+# a snapshot's pause, announced: not waited for (400 ms at 5,000 orders/s
+# is more than the window: unannounced, the tape would be held), and a
+# quiet catch-up
+holds=$(stat_get seq-1 flow_holds)
+bg_start "$T/bench3.out" "$BENCH" --connect "127.0.0.1:$P" --sessions 3 --rate 5000 --duration 1.5 \
+	--cluster "$T" --json "$T/bench3.json" --timeout 30
+bench=$BG_PID
+sleep 0.4
+snapshot_now matcher-2
+wait "$bench" || { cat "$T/bench3.out"; fail "bench: $(tail -1 "$T/bench3.out")"; }
+no_losses "$T/bench3.json"
+now=$(stat_get seq-1 flow_holds)
+[ "$now" = "$holds" ] || fail "the tape was held for a replica that announced its pause ($holds -> $now)"
+[ "$(stat_get seq-1 flow_receiver_pauses)" = 1 ] ||
+	fail "flow_receiver_pauses $(stat_get seq-1 flow_receiver_pauses), want the snapshot's 1"
+grep -q "flow control: receiver matcher-2 in step again" "$T/seq-1.log" ||
+	fail "matcher-2 not counted again after its pause"
+skipped=$(stat_get matcher-2 exec_packets_skipped_resuming)
+[ "${skipped:-0}" -gt 0 ] ||
+	fail "the catch-up sent its executions again (skipped ${skipped:-none})"
+grep -q "snapshot at tape seq $SNAP_SEQ: caught up in" "$T/matcher-2.log" || fail "no catch-up line"
+agree matcher-1 matcher-2
+info "$(grep -o "snapshot at tape seq $SNAP_SEQ: caught up.*" "$T/matcher-2.log")"
+
 # stopped for longer than flow_timeout: forgotten, the others go on
 kill -STOP "$m2"
 for _ in $(seq 1 30); do
@@ -46,4 +77,5 @@ done
 kill -CONT "$m2"
 grep -q "flow control: receiver matcher-2 not heard for a while: forgotten" "$T/seq-1.log" ||
 	fail "no log line for the forgotten receiver"
-echo "ok: the tape waits for a slow replica ($holds holds, nothing lost) and not for a stopped one"
+echo "ok: the tape waits for a slow replica ($holds holds, nothing lost)," \
+	"not for one that announced a pause, nor for a stopped one"

@@ -1,10 +1,15 @@
-/* The flow-control status message (common/flowstatus.h): its bytes, the
- * round trip, and what the decoder refuses. */
+/* Flow control: the status message (common/flowstatus.h): its bytes, the
+ * round trip, and what the decoder refuses; the cost per event; and the
+ * sequencer's table of receivers (sequencer/flowtable.h): who counts in
+ * the publisher limit, through pauses, rejoins and expiry. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "flowstatus.h"
+#include "flowtable.h"
 #include "testutil.h"
 
 START_TEST(round_trip)
@@ -23,6 +28,12 @@ START_TEST(round_trip)
 	ck_assert_uint_eq(out.window, 4096);
 	ck_assert_uint_eq(out.partition, 513);
 	ck_assert_str_eq(out.name, "matcher-1");
+	ck_assert_uint_eq(out.flags, 0);
+	st.flags = FLOW_STATUS_PAUSING; /* a planned pause */
+	flow_status_encode(b, &st);
+	ck_assert_uint_eq(b[5], 1);
+	ck_assert_int_eq(flow_status_decode(b, sizeof(b), &out), 0);
+	ck_assert_uint_eq(out.flags, FLOW_STATUS_PAUSING);
 	/* a 16-byte name fills the field; a longer one is cut */
 	strcpy(st.name, "ABCDEFGHIJKLMNOP");
 	flow_status_encode(b, &st);
@@ -50,7 +61,9 @@ START_TEST(refused)
 	c[4] = 2; /* version */
 	ck_assert_int_eq(flow_status_decode(c, sizeof(c), &out), -EPROTO);
 	memcpy(c, b, sizeof(c));
-	c[5] = 1; /* flags */
+	c[5] = 2; /* a flag this version does not know */
+	ck_assert_int_eq(flow_status_decode(c, sizeof(c), &out), -EBADMSG);
+	c[5] = 0x81;
 	ck_assert_int_eq(flow_status_decode(c, sizeof(c), &out), -EBADMSG);
 	memcpy(c, b, sizeof(c));
 	c[24] = 0; /* an empty name */
@@ -90,6 +103,146 @@ START_TEST(cost)
 }
 END_TEST
 
+
+/* --- the sequencer's table ---------------------------------------------- */
+
+static struct sockaddr_in addr_of(int k)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(9000 + k)) };
+
+	a.sin_addr.s_addr = htonl(0x7f000001);
+	return a;
+}
+
+/* A status from receiver k (named m<k>) of partition p; its change bits. */
+static unsigned hear(struct flow_table *t, int k, uint16_t p, uint64_t applied, uint8_t flags,
+		     uint64_t now, uint64_t published)
+{
+	struct flow_status st = { .applied = applied, .window = 0, .partition = p,
+				  .flags = flags };
+	struct sockaddr_in a = addr_of(k);
+	unsigned changes;
+
+	snprintf(st.name, sizeof(st.name), "m%d", k);
+	ck_assert_ptr_nonnull(flow_table_status(t, &st, &a, now, published, &changes));
+	return changes;
+}
+
+/* Two replicas of a partition: one announces a pause (a snapshot) and the
+ * tape runs on at the other's pace; back behind, it is not waited for
+ * until its window reaches what the tape carried. */
+START_TEST(table_pause)
+{
+	static struct flow_table t = { .window = 1000, .catchup_ns = 1000 };
+
+	ck_assert_uint_eq(hear(&t, 1, 0, 100, 0, 10, 100), FLOW_JOINED | FLOW_IN_STEP);
+	ck_assert_uint_eq(hear(&t, 2, 0, 100, 0, 10, 100), FLOW_JOINED | FLOW_IN_STEP);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 1100);
+	ck_assert_uint_eq(hear(&t, 2, 0, 150, FLOW_STATUS_PAUSING, 20, 1100), FLOW_PAUSED);
+	ck_assert_uint_eq(hear(&t, 2, 0, 150, FLOW_STATUS_PAUSING, 21, 1100), 0); /* once */
+	ck_assert_uint_eq(flow_table_behind(&t), 1);
+	/* without the pause the limit would stay at 150 + 1000 */
+	ck_assert_uint_eq(hear(&t, 1, 0, 5000, 0, 30, 5000), 0);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 6000);
+	/* back, behind by more than its window: still not counted */
+	ck_assert_uint_eq(hear(&t, 2, 0, 200, 0, 40, 6000), 0);
+	ck_assert_uint_eq(t.r[1].state, FLOW_RCV_JOINING);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 6000);
+	/* within its window of the tape: counted again */
+	ck_assert_uint_eq(hear(&t, 2, 0, 5100, 0, 50, 6000), FLOW_IN_STEP);
+	ck_assert_uint_eq(flow_table_behind(&t), 0);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 6000);
+	ck_assert_uint_eq(hear(&t, 1, 0, 5900, 0, 60, 6000), 0);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 6100); /* the slower one, in step */
+}
+END_TEST
+
+/* A receiver in step that falls behind stays counted (the slow receiver
+ * the limit is for); one alone in its partition is counted even paused
+ * or behind, and so is one whose partner was not heard lately. */
+START_TEST(table_counted)
+{
+	static struct flow_table t = { .window = 1000, .catchup_ns = 1000 };
+
+	hear(&t, 1, 0, 100, 0, 10, 100);
+	hear(&t, 2, 0, 100, 0, 10, 100);
+	ck_assert_uint_eq(hear(&t, 2, 0, 120, 0, 20, 1100), 0);
+	ck_assert_uint_eq(hear(&t, 1, 0, 1100, 0, 20, 1100), 0);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 1120); /* waits for the slow one */
+	ck_assert_uint_eq(hear(&t, 3, 1, 100, 0, 20, 1100), FLOW_JOINED | FLOW_IN_STEP);
+	ck_assert_uint_eq(hear(&t, 3, 1, 110, FLOW_STATUS_PAUSING, 30, 1100), FLOW_PAUSED);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 1110); /* alone in partition 1 */
+	/* partition 0: m2 pauses, but m1 was last heard before `since` */
+	hear(&t, 2, 0, 130, FLOW_STATUS_PAUSING, 40, 1100);
+	hear(&t, 3, 1, 1100, 0, 40, 1100);
+	ck_assert_uint_eq(flow_table_limit(&t, 30), 1130);
+	ck_assert_uint_eq(flow_table_limit(&t, 10), 2100); /* m1 heard: m2 not waited for */
+}
+END_TEST
+
+/* A replica slower than its partner, back from a pause, would never catch
+ * up with a tape paced by the partner: after catchup_ns behind it is
+ * counted again, and the tape waits for it. */
+START_TEST(table_late)
+{
+	static struct flow_table t = { .window = 1000, .catchup_ns = 1000 };
+
+	hear(&t, 1, 0, 100, 0, 10, 100);
+	hear(&t, 2, 0, 100, 0, 10, 100);
+	hear(&t, 2, 0, 100, FLOW_STATUS_PAUSING, 20, 1100);
+	ck_assert_uint_eq(hear(&t, 2, 0, 300, 0, 100, 3000), 0); /* back, behind */
+	ck_assert_uint_eq(hear(&t, 1, 0, 3000, 0, 500, 4000), 0);
+	ck_assert_uint_eq(hear(&t, 2, 0, 900, 0, 1100, 4000), 0); /* 1000 after: not yet */
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 4000);
+	ck_assert_uint_eq(hear(&t, 2, 0, 1500, 0, 1101, 4000), FLOW_IN_STEP | FLOW_LATE);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 2500); /* waited for again */
+	/* a new pause starts the clock anew */
+	hear(&t, 2, 0, 1600, FLOW_STATUS_PAUSING, 1200, 4000);
+	ck_assert_uint_eq(hear(&t, 2, 0, 1700, 0, 1300, 4000), 0);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 4000);
+}
+END_TEST
+
+static int forgotten;
+
+static void count_forgot(void *ctx, const struct flow_rcv *r)
+{
+	(void)ctx;
+	ck_assert_str_eq(r->name, "m2");
+	forgotten++;
+}
+
+/* Forgotten, then heard again far behind: it joins behind, and is not
+ * waited for while its partner keeps up. A full table; window 0. */
+START_TEST(table_rejoin)
+{
+	static struct flow_table t = { .window = 1000, .catchup_ns = 1000 };
+	struct flow_status st = { .applied = 1 };
+	struct sockaddr_in a;
+	unsigned changes;
+
+	hear(&t, 1, 0, 100, 0, 10, 100);
+	hear(&t, 2, 0, 100, 0, 10, 100);
+	hear(&t, 1, 0, 900, 0, 500, 900);
+	flow_table_expire(&t, 400, count_forgot, NULL);
+	ck_assert_int_eq(forgotten, 1);
+	ck_assert_uint_eq(t.n, 1);
+	ck_assert_uint_eq(hear(&t, 1, 0, 9000, 0, 600, 9000), 0);
+	ck_assert_uint_eq(hear(&t, 2, 0, 200, 0, 600, 9000), FLOW_JOINED);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 10000);
+	ck_assert_uint_eq(flow_table_behind(&t), 1);
+	ck_assert_uint_eq(hear(&t, 2, 0, 8500, 0, 700, 9000), FLOW_IN_STEP);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 9500);
+	for (int k = 3; k <= FLOW_TABLE_RECEIVERS; k++)
+		hear(&t, k, 2, 9000, 0, 700, 9000);
+	strcpy(st.name, "late");
+	a = addr_of(FLOW_TABLE_RECEIVERS + 1);
+	ck_assert_ptr_null(flow_table_status(&t, &st, &a, 700, 9000, &changes));
+	t.window = 0;
+	ck_assert_uint_eq(flow_table_limit(&t, 0), UINT64_MAX);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flowstatus");
@@ -98,6 +251,10 @@ int main(void)
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, cost);
+	tcase_add_test(tc, table_pause);
+	tcase_add_test(tc, table_counted);
+	tcase_add_test(tc, table_rejoin);
+	tcase_add_test(tc, table_late);
 	suite_add_tcase(s, tc);
 	return testutil_run(s, 0);
 }

@@ -8,8 +8,9 @@
 # its loop and sync threads are SCHED_FIFO at that priority and the threads
 # off the orders' path are not, it trades, and it sleeps when idle; a
 # matcher under rt_priority serializes a snapshot under the normal
-# scheduler and returns to SCHED_FIFO. --check-config refuses spin without cpus, spin with rt_priority, a
-# priority past 99, and a CPU list that is not one.
+# scheduler and returns to SCHED_FIFO once it has caught up. --check-config
+# refuses spin without cpus, spin with rt_priority, a priority past 99, and
+# a CPU list that is not one.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_built lockstep-gateway lockstep-bench lockstepctl
 
@@ -87,16 +88,17 @@ restart_gw block 7
 # and the journals' sync threads under SCHED_FIFO 7, the threads off the
 # orders' path (login verification, the progress file's writer) back under
 # the normal one
+sched_of() { sed 's/^.*) //' "$1/stat" 2>/dev/null | awk '{ print $39 "/" $38 }'; }
 rt_threads=0
 for t in /proc/"$GW_PID"/task/*; do
 	comm=$(cat "$t/comm" 2>/dev/null) || continue # a thread that ended
-	read -r prio policy < <(sed 's/^.*) //' "$t/stat" | awk '{ print $38, $39 }') || continue
+	sched=$(sched_of "$t")
+	[ -n "$sched" ] || continue
 	case $comm in
 	login-verify | progress-save | wal-checkpoint) want=0/0 ;;
 	*) want=1/7 rt_threads=$((rt_threads + 1)) ;;
 	esac
-	[ "$policy/$prio" = "$want" ] ||
-		fail "gw-1 thread ${t##*/} ($comm): policy $policy, priority $prio (not $want)"
+	[ "$sched" = "$want" ] || fail "gw-1 thread ${t##*/} ($comm): policy/priority $sched (not $want)"
 done
 grep -qx journal-sync /proc/"$GW_PID"/task/*/comm || fail "gw-1 has no journal-sync thread to check"
 grep -qx login-verify /proc/"$GW_PID"/task/*/comm || fail "gw-1 has no login-verify thread to check"
@@ -106,16 +108,18 @@ python3 -c "import sys; sys.exit(0 if $rt < 0.2 else 1)" ||
 	fail "a real-time blocking gateway used $rt s of CPU in an idle second"
 
 # A matcher under rt_priority serializes a snapshot under the normal
-# scheduler (snapshots_off_rt) and is back under SCHED_FIFO after it.
+# scheduler (snapshots_off_rt) and is back under SCHED_FIFO once it has
+# caught up after it (its "caught up" line).
 "$CLUSTER" stop matcher-1 --dir "$T" >/dev/null
 sed -i -e '/^rt_priority = /d' -e "s/^\[node\]\$/[node]\nrt_priority = 7/" "$T/matcher-1.conf"
 "$CLUSTER" start matcher-1 --dir "$T" >/dev/null || fail "matcher-1 did not start with rt_priority"
 snapshot_now matcher-1
 off=$(node_ctl matcher-1 stats | awk '$1 == "snapshots_off_rt" { print $2 }')
 [ "$off" = 1 ] || fail "matcher-1: snapshots_off_rt is '$off' after one snapshot under rt_priority"
-m_pid=$(cat "$T/matcher-1.pid")
-read -r prio policy < <(sed 's/^.*) //' "/proc/$m_pid/stat" | awk '{ print $38, $39 }')
-[ "$policy/$prio" = 1/7 ] || fail "matcher-1 after its snapshot: policy $policy, priority $prio (not 1/7)"
+wait_for 10 "matcher-1's catch-up after its snapshot at $SNAP_SEQ" \
+	grep -q "snapshot at tape seq $SNAP_SEQ: caught up" "$T/matcher-1.log"
+sched=$(sched_of "/proc/$(cat "$T/matcher-1.pid")")
+[ "$sched" = 1/7 ] || fail "matcher-1 after its snapshot: policy/priority $sched (not 1/7)"
 echo "ok: pinned to CPU $cpu; idle second: spin $spun s of CPU, block $slept s," \
 	"block under SCHED_FIFO $rt s ($rt_threads threads SCHED_FIFO 7, the rest normal);" \
 	"a real-time matcher's snapshot serialized off SCHED_FIFO, and back after"

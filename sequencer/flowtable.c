@@ -1,0 +1,143 @@
+/* The tape's flow-control table (flowtable.h). */
+#include <string.h>
+
+#include "flowtable.h"
+#include "net.h"
+
+/* The receiver that sent from `from`, or a free entry for it; NULL when the
+ * table is full. */
+static struct flow_rcv *rcv_find(struct flow_table *t, const struct sockaddr_in *from)
+{
+	for (unsigned i = 0; i < t->n; i++)
+		if (net_addr_same(&t->r[i].addr, from))
+			return &t->r[i];
+	if (t->n == FLOW_TABLE_RECEIVERS)
+		return NULL;
+	memset(&t->r[t->n], 0, sizeof(t->r[0]));
+	t->r[t->n].addr = *from;
+	return &t->r[t->n++];
+}
+
+static uint64_t rcv_window(const struct flow_table *t, const struct flow_rcv *r)
+{
+	return r->window ? r->window : t->window;
+}
+
+/* applied + window, saturated */
+static uint64_t rcv_limit(const struct flow_table *t, const struct flow_rcv *r)
+{
+	uint64_t w = rcv_window(t, r);
+
+	return r->applied + w < r->applied ? UINT64_MAX : r->applied + w;
+}
+
+/* Whether another receiver of r's partition, heard since `since`, is in
+ * step. */
+static int partner_in_step(const struct flow_table *t, const struct flow_rcv *r, uint64_t since)
+{
+	for (unsigned i = 0; i < t->n; i++) {
+		const struct flow_rcv *o = &t->r[i];
+
+		if (o != r && o->partition == r->partition && o->state == FLOW_RCV_IN_STEP &&
+		    o->heard_ns >= since)
+			return 1;
+	}
+	return 0;
+}
+
+/* The receiver's state after its status at `now`: a pause announced, or
+ * back within its window of what the tape has carried, or behind for too
+ * long. */
+static unsigned rcv_step(const struct flow_table *t, struct flow_rcv *r, uint8_t flags,
+			 uint64_t now, uint64_t published)
+{
+	if (flags & FLOW_STATUS_PAUSING) {
+		unsigned c = r->state != FLOW_RCV_PAUSED ? FLOW_PAUSED : 0;
+
+		r->state = FLOW_RCV_PAUSED;
+		return c;
+	}
+	if (r->state == FLOW_RCV_IN_STEP)
+		return 0;
+	if (rcv_limit(t, r) >= published) {
+		r->state = FLOW_RCV_IN_STEP;
+		return FLOW_IN_STEP;
+	}
+	if (r->state == FLOW_RCV_PAUSED) { /* back from its pause, still behind */
+		r->state = FLOW_RCV_JOINING;
+		r->behind_ns = now;
+	}
+	if (now - r->behind_ns <= t->catchup_ns)
+		return 0;
+	r->state = FLOW_RCV_IN_STEP;
+	return FLOW_IN_STEP | FLOW_LATE;
+}
+
+struct flow_rcv *flow_table_status(struct flow_table *t, const struct flow_status *st,
+				   const struct sockaddr_in *from, uint64_t now,
+				   uint64_t published, unsigned *changes)
+{
+	struct flow_rcv *r = rcv_find(t, from);
+
+	*changes = 0;
+	if (!r)
+		return NULL;
+	if (r->heard_ns == 0) {
+		*changes |= FLOW_JOINED;
+		r->state = FLOW_RCV_JOINING;
+		r->applied = st->applied;
+		r->behind_ns = now;
+	}
+	memcpy(r->name, st->name, sizeof(r->name));
+	r->partition = st->partition;
+	if (st->applied > r->applied)
+		r->applied = st->applied;
+	r->window = st->window;
+	r->heard_ns = now ? now : 1; /* 0 marks a new entry */
+	*changes |= rcv_step(t, r, st->flags, now, published);
+	return r;
+}
+
+uint64_t flow_table_limit(const struct flow_table *t, uint64_t since)
+{
+	uint64_t limit = UINT64_MAX;
+
+	if (t->window == 0)
+		return UINT64_MAX;
+	for (unsigned i = 0; i < t->n; i++) {
+		const struct flow_rcv *r = &t->r[i];
+		uint64_t l;
+
+		if (r->heard_ns < since ||
+		    (r->state != FLOW_RCV_IN_STEP && partner_in_step(t, r, since)))
+			continue;
+		if ((l = rcv_limit(t, r)) < limit)
+			limit = l;
+	}
+	return limit;
+}
+
+void flow_table_expire(struct flow_table *t, uint64_t since,
+		       void (*forgot)(void *ctx, const struct flow_rcv *r), void *ctx)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		if (t->r[i].heard_ns >= since) {
+			t->r[k++] = t->r[i];
+			continue;
+		}
+		if (forgot)
+			forgot(ctx, &t->r[i]);
+	}
+	t->n = k;
+}
+
+unsigned flow_table_behind(const struct flow_table *t)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->n; i++)
+		n += t->r[i].state != FLOW_RCV_IN_STEP;
+	return n;
+}
