@@ -1,0 +1,115 @@
+/* The sequencer's flow-control table (sequencer/flowtable.h), driven by
+ * a script of 16-byte steps: a status from one of 8 receivers in 3
+ * partitions (plain or pausing, with its applied seq and window), an
+ * expiry, or the tape publishing up to the limit; the clock moves on at
+ * each. After every step: the limit is some counted receiver's applied +
+ * window and no receiver in step is below it; a pausing status leaves its
+ * receiver paused, a plain one leaves it in step or joining behind within
+ * catchup_ns; nothing not heard since the expiry stays. Aborts on a broken
+ * invariant. */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flowtable.h"
+#include "wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define STEP 16
+#define TIMEOUT 500000u
+
+static void check(int ok)
+{
+	if (!ok)
+		abort();
+}
+
+static uint64_t limit_of(const struct flow_table *t, const struct flow_rcv *r)
+{
+	uint64_t w = r->window ? r->window : t->window;
+
+	return r->applied + w < r->applied ? UINT64_MAX : r->applied + w;
+}
+
+/* The limit is a counted receiver's, and no receiver in step is below it. */
+static void check_limit(const struct flow_table *t, uint64_t since)
+{
+	uint64_t limit = flow_table_limit(t, since);
+	int found = limit == UINT64_MAX;
+
+	check(t->n <= FLOW_TABLE_RECEIVERS && flow_table_behind(t) <= t->n);
+	for (unsigned i = 0; i < t->n; i++) {
+		const struct flow_rcv *r = &t->r[i];
+
+		if (r->heard_ns < since)
+			continue;
+		found |= limit_of(t, r) == limit;
+		if (r->state == FLOW_RCV_IN_STEP)
+			check(limit_of(t, r) >= limit);
+	}
+	check(found);
+}
+
+static void status(struct flow_table *t, const uint8_t *p, uint64_t now, uint64_t published)
+{
+	struct flow_status st = { .partition = (uint16_t)(p[1] % 3),
+				  .flags = p[2] % 4 == 1 ? FLOW_STATUS_PAUSING : 0,
+				  .applied = wire_get_u32(p + 4),
+				  .window = wire_get_u32(p + 8) % 5000 };
+	struct sockaddr_in from = { .sin_family = AF_INET,
+				    .sin_port = htons((uint16_t)(9000 + p[0] % 8)) };
+	const struct flow_rcv *r;
+	unsigned changes;
+
+	snprintf(st.name, sizeof(st.name), "m%u", p[0] % 8);
+	r = flow_table_status(t, &st, &from, now, published, &changes);
+	check(r != NULL);
+	if (st.flags) {
+		check(r->state == FLOW_RCV_PAUSED);
+		return;
+	}
+	check(r->state == FLOW_RCV_IN_STEP ||
+	      (r->state == FLOW_RCV_JOINING && limit_of(t, r) < published &&
+	       now - r->behind_ns <= t->catchup_ns));
+	check(!(changes & FLOW_LATE) || (changes & FLOW_IN_STEP));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct flow_table t;
+	uint64_t now = 1, published = 0;
+
+	memset(&t, 0, sizeof(t));
+	t.window = 1000;
+	t.catchup_ns = 4 * TIMEOUT;
+	for (size_t off = 0; off + STEP <= size; off += STEP) {
+		const uint8_t *p = data + off;
+		uint64_t since, limit, next;
+
+		now += (uint64_t)p[3] * 1000;
+		since = now > TIMEOUT ? now - TIMEOUT : 0;
+		switch (p[2] % 4) {
+		case 0:
+		case 1:
+			status(&t, p, now, published);
+			break;
+		case 2:
+			flow_table_expire(&t, since, NULL, NULL);
+			for (unsigned i = 0; i < t.n; i++)
+				check(t.r[i].heard_ns >= since);
+			break;
+		default: /* the tape goes as far as the limit lets it */
+			limit = flow_table_limit(&t, since);
+			next = published + wire_get_u32(p + 12) % 10000;
+			if (next > limit)
+				next = limit;
+			if (next > published)
+				published = next;
+		}
+		check_limit(&t, since);
+	}
+	return 0;
+}
