@@ -55,14 +55,18 @@ int durable_write_all(int fd, const void *buf, size_t n)
 }
 
 /* The slice [off, off + len) of fd on disk now, and out of the page cache.
- * Best effort: where the file system has no such thing the final fsync
- * does it all. */
-static void slice_out(int fd, off_t off, off_t len)
+ * 0, or the -errno of a write that failed: its wait reports the error
+ * once, and the final fsync would not see it again. Where the file system
+ * has no such call, the final fsync does it all. */
+static int slice_out(int fd, off_t off, off_t len)
 {
-	(void)sync_file_range(fd, off, len,
-			      SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-				      SYNC_FILE_RANGE_WAIT_AFTER);
+	if (sync_file_range(fd, off, len,
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				    SYNC_FILE_RANGE_WAIT_AFTER) < 0 &&
+	    errno != EINVAL && errno != ENOSYS && errno != ESPIPE && errno != EOPNOTSUPP)
+		return -errno;
 	(void)posix_fadvise(fd, off, len, POSIX_FADV_DONTNEED);
+	return 0;
 }
 
 /* Writes len bytes to fd at *off, each DURABLE_SLICE boundary crossed put
@@ -79,8 +83,9 @@ static int write_sliced(int fd, const char *p, size_t len, off_t *off)
 		*off += (off_t)k;
 		p += k;
 		len -= k;
-		if (*off % DURABLE_SLICE == 0)
-			slice_out(fd, *off - DURABLE_SLICE, DURABLE_SLICE);
+		if (*off % DURABLE_SLICE == 0 &&
+		    (r = slice_out(fd, *off - DURABLE_SLICE, DURABLE_SLICE)) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -128,9 +133,12 @@ int durable_write(const char *path, const struct iovec *iov, int n, mode_t mode)
 int durable_remove(const char *path)
 {
 	struct timespec pause = { 0, DURABLE_REMOVE_PAUSE_NS };
-	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK), r = 0;
 	struct stat st;
+	int fd = -1, r = 0;
 
+	/* a regular file only is opened (not a device, a FIFO, a link) */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (unlink(path) < 0)
 		r = -errno;
 	/* its last name gone (not a link's target, nor a file with another

@@ -152,6 +152,7 @@ static void ckpt_dissent(struct matcher *m, const struct matcher_checkpoint_slot
 			 unsigned k)
 {
 	m->st.checkpoint_dissents++;
+	m->ck_peer_dissent |= 1u << k; /* its reports no longer say what it sent */
 	if (m->cfg->replicas == 1) /* no majority to speak of: say only what differs */
 		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
 				"checkpoint at tape seq %llu: %s reports state hash %016llx, this "
@@ -265,6 +266,16 @@ void matcher_checkpoint_own(struct matcher *m, uint64_t seq)
 	ckpt_decide(m, s);
 }
 
+uint64_t matcher_checkpoint_peers_high(const struct matcher *m)
+{
+	uint64_t high = 0;
+
+	for (unsigned k = 0; k < m->n_peers; k++)
+		if (!(m->ck_peer_dissent & (1u << k)) && m->ck_peer_seq[k] > high)
+			high = m->ck_peer_seq[k];
+	return high;
+}
+
 /* Peer k for `name`, added if new; -1 when the table is full. */
 static int ckpt_peer(struct matcher *m, const char *name)
 {
@@ -317,14 +328,6 @@ static void on_ckpt_packet(struct matcher *m, uint8_t *buf, size_t len,
 		return;
 	}
 	m->st.checkpoints_received++;
-	if (c.seq > m->ck_peer_high)
-		m->ck_peer_high = c.seq; /* another replica has applied (and multicast) this far */
-	/* Beyond a window ahead it could only push out checkpoints still to
-	 * be voted on, and would be pushed out itself before it is reached. */
-	if (c.seq >= matcher_applied(m) + CKPT_WINDOW * k_ivl || !(s = ckpt_slot(m, c.seq))) {
-		m->st.checkpoints_out_of_window++;
-		return;
-	}
 	if ((k = ckpt_peer(m, c.name)) < 0) {
 		m->st.checkpoints_ignored++;
 		log_ratelimited(&rl_ckpt, LOG_LVL_WARNING,
@@ -332,6 +335,15 @@ static void on_ckpt_packet(struct matcher *m, uint8_t *buf, size_t len,
 				CKPT_PEERS);
 		return;
 	}
+	if (c.seq > m->ck_peer_seq[k] && c.seq <= matcher_applied(m) + MATCHER_CKPT_AHEAD_MAX)
+		m->ck_peer_seq[k] = c.seq; /* for a replica resuming after a pause */
+	/* Beyond a window ahead it could only push out checkpoints still to
+	 * be voted on, and would be pushed out itself before it is reached. */
+	if (c.seq >= matcher_applied(m) + CKPT_WINDOW * k_ivl || !(s = ckpt_slot(m, c.seq))) {
+		m->st.checkpoints_out_of_window++;
+		return;
+	}
+
 	s->hash[k] = c.hash; /* a restarted replica may report a checkpoint again */
 	s->present |= 1u << k;
 	if (!s->own_known)

@@ -47,9 +47,11 @@ void matcher_exec_flush(struct matcher *m)
 	if (m->tx_count == 0)
 		return;
 	/* resuming after a pause, behind another replica that reported a
-	 * checkpoint past what these packets answer: it sent them (see
+	 * checkpoint past what these packets answer (events up to applied + 1,
+	 * the one being applied when a full batch is flushed): it has sent
+	 * them, or is about to at the end of its wakeup (see
 	 * matcher_resume_begin) */
-	if (m->resuming && m->resume_quiet && matcher_applied(m) <= m->ck_peer_high) {
+	if (m->resuming && matcher_applied(m) < matcher_checkpoint_peers_high(m)) {
 		m->st.exec_packets_skipped_resuming += m->tx_count;
 		m->tx_count = 0;
 		return;

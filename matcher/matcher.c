@@ -440,12 +440,19 @@ void matcher_flow_pause(struct matcher *m)
 
 void matcher_resume_begin(struct matcher *m, int prio)
 {
-	if (!m->resuming || prio > 0) /* a pause within a resume: the first's */
-		m->resume_prio = prio;
-	if (!m->resuming)
-		m->resume_skipped_from = m->st.exec_packets_skipped_resuming;
-	/* a day's snapshot is every replica's at one seq: none is ahead */
-	m->resume_quiet = !m->day_snapshot;
+	if (m->resuming) { /* a pause within a resume: its priority and clock go on */
+		if (prio > 0)
+			m->resume_prio = prio;
+		return;
+	}
+	/* alone, or after a day's snapshot (every replica's, at one seq): no
+	 * other replica is ahead, and the tape waits for this one */
+	if (m->cfg->replicas < 2 || m->day_snapshot) {
+		daemon_pause_end(prio);
+		return;
+	}
+	m->resume_prio = prio;
+	m->resume_skipped_from = m->st.exec_packets_skipped_resuming;
 	m->resuming = 1;
 	m->resume_from_ns = mono_ns();
 }
@@ -582,8 +589,8 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	     (m->state == M_LIVE && matcher_applied(m) == m->tick_applied)))
 		matcher_set_state(m, M_CATCHING_UP);
 	m->tick_applied = matcher_applied(m);
-	if (m->resuming)
-		resume_check(m, now);
+	if (m->resuming) /* (not `now`: rx_resume may have applied a snapshot's event) */
+		resume_check(m, mono_ns());
 	matcher_exec_flush(m);
 	matcher_feed_flush(m);
 	flow_status_send(m, now);

@@ -163,7 +163,7 @@ struct matcher {
 	uint64_t snap_stall_ns; /* the last serialization: the loop's pause */
 	/* after it, until the tape socket is drained (matcher_resume_*): the
 	 * SCHED_FIFO priority to go back to, and since when */
-	int resuming, resume_prio, resume_quiet;
+	int resuming, resume_prio;
 	uint64_t resume_from_ns, resume_ns; /* resume_ns: the last catch-up's length */
 	uint64_t resume_skipped_from; /* exec_packets_skipped_resuming when it began */
 	uint64_t snap_pending; /* its tape seq */
@@ -185,7 +185,11 @@ struct matcher {
 	/* checkpoint seq C in ck[C / interval % CKPT_WINDOW] */
 	struct matcher_checkpoint_slot ck[CKPT_WINDOW];
 	uint64_t ck_last_agreed; /* the newest checkpoint seq agreed at, 0: none */
-	uint64_t ck_peer_high; /* the highest checkpoint seq another replica reported */
+	/* the highest checkpoint seq each peer reported (within
+	 * MATCHER_CKPT_AHEAD_MAX of this one), and the peers that dissented
+	 * from an agreed checkpoint (a diverged one withholds its blocks) */
+	uint64_t ck_peer_seq[CKPT_PEERS];
+	uint32_t ck_peer_dissent;
 	int ck_warned; /* the replicas-count warning was logged */
 	/* seq % snapshot_interval at which this replica writes a snapshot: a
 	 * snapshot pauses its writer (the serialization) and its writer thread
@@ -233,15 +237,18 @@ uint64_t matcher_flow_window(const struct matcher *m);
 void matcher_flow_pause(struct matcher *m);
 /* After a snapshot's pause (prio: daemon_pause_begin()'s): the replica is
  * behind by what came meanwhile and reads it from its socket. Until the
- * tape sockets are empty (or MATCHER_RESUME_MAX_NS) it stays under the
- * normal scheduler (the daemons on the orders' path go first), sends no
- * heartbeat, and multicasts no execution packet answering a tape seq that
- * another replica of the partition has reported a checkpoint beyond
- * (ck_peer_high): that one has sent them, and a burst of duplicates would
- * queue in every gateway ahead of the live ones. The blocks stay in the
- * ring for a gateway that asks. With no other replica ahead (alone,
- * checkpoints off, the others dead or behind), or after a day's snapshot
- * (every replica's, at one seq), it multicasts as it catches up. */
+ * tape sockets are empty (or MATCHER_RESUME_MAX_NS after the first pause)
+ * it stays under the normal scheduler (the daemons on the orders' path go
+ * first), sends no heartbeat, and multicasts no execution packet answering
+ * a tape seq that another replica of the partition has reported a
+ * checkpoint beyond (matcher_checkpoint_peers_high): that one has sent
+ * them, and a burst of duplicates would queue in every gateway ahead of the
+ * live ones. The blocks stay in the ring for a gateway that asks. With no
+ * other replica ahead (checkpoints off, the others dead, dissenting or
+ * behind) it multicasts as it catches up. Alone in its partition
+ * (replicas 1), or after a day's snapshot (every replica's, at one seq), it
+ * goes straight back to its priority and multicasts: the tape waits for
+ * it. */
 void matcher_resume_begin(struct matcher *m, int prio);
 #define MATCHER_RESUME_MAX_NS (2 * 1000000000ull)
 
@@ -324,6 +331,11 @@ void matcher_checkpoint_start(struct matcher *m);
 /* This replica has applied checkpoint seq: multicast its hash, and vote
  * (which may find it diverged). */
 void matcher_checkpoint_own(struct matcher *m, uint64_t seq);
+/* The highest checkpoint seq a replica of the partition that never
+ * dissented from an agreed checkpoint has reported: it has applied (and
+ * multicast the executions of) the tape that far. 0: none. */
+uint64_t matcher_checkpoint_peers_high(const struct matcher *m);
+#define MATCHER_CKPT_AHEAD_MAX (1ull << 24) /* a report further ahead is not believed */
 
 /* --- snapdir.c: the snapshot directory (<state_dir>/snapshots) --- */
 

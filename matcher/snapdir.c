@@ -87,17 +87,15 @@ static void snapshot_prune(struct matcher *m)
 
 /* A diverged replica's snapshots after its last agreed checkpoint may hold
  * the wrong state, which a restart would load: they are renamed
- * snap-SEQ.lss.diverged (kept for a post-mortem, never loaded). While the
- * writer thread runs (it prunes the directory) this waits for its end
- * (snapshot_done). */
+ * snap-SEQ.lss.diverged (kept for a post-mortem, never loaded). At once,
+ * and again when a snapshot being written is done (snapshot_done); the
+ * writer thread may prune a file meanwhile (the rename then finds none). */
 void matcher_snapshot_quarantine(struct matcher *m)
 {
 	uint64_t seqs[SNAP_LIST_MAX];
 	size_t n;
 	char path[340], to[360];
 
-	if (m->snap_busy) /* the writer prunes the directory: when it is done */
-		return;
 	n = snap_list(m->snap_dir, seqs, SNAP_LIST_MAX);
 
 	for (size_t i = 0; i < n; i++) {
@@ -109,7 +107,7 @@ void matcher_snapshot_quarantine(struct matcher *m)
 			log_warn("snapshot %s renamed %s: taken after the last agreed checkpoint "
 				 "(%llu), it is not trusted", path, to,
 				 (unsigned long long)m->ck_last_agreed);
-		else
+		else if (errno != ENOENT) /* (the writer thread pruned it meanwhile) */
 			log_err("snapshot %s: rename to %s: %s: delete it before restarting", path,
 				to, strerror(errno));
 	}
@@ -126,8 +124,8 @@ static void snapshot_done(struct matcher *m, int r)
 		log_err("snapshot at tape seq %llu failed: %s (in %s)",
 			(unsigned long long)m->snap_pending, strerror(-r), m->snap_dir);
 	}
-	/* a diverged replica's may postdate the last agreed checkpoint (and
-	 * a quarantine asked for while the writer ran was put off to now) */
+	/* a diverged replica's may postdate the last agreed checkpoint (the
+	 * one just written among them) */
 	if (m->diverged)
 		matcher_snapshot_quarantine(m);
 }

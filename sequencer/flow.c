@@ -8,8 +8,8 @@
  * catch up (from `pend`, or read back from the journal). The gateways'
  * windows (gateway/flow.c) then fill and stop the clients: the whole chain
  * slows to its slowest receiver in step, and no datagram is dropped on the way
- * (a replica back from a pause reads what the tape carried meanwhile from
- * its own receive buffer, which holds seconds of it).
+ * (a replica that paused, not counted, still bounds the tape by its whole
+ * buffer, which holds seconds of it).
  *
  * A receiver that stops sending (dead, or catching up by retransmission,
  * which does not need the tape) is forgotten after flow_timeout, so a dead
@@ -60,7 +60,7 @@ void seq_flow_status(struct sequencer *s, const uint8_t *buf, size_t len,
 {
 	struct flow_status st;
 	const struct flow_rcv *r;
-	uint64_t now = mono_ns();
+	uint64_t now = mono_ns(), carried;
 	unsigned changes;
 
 	if (flow_status_decode(buf, len, &st) < 0) {
@@ -68,7 +68,9 @@ void seq_flow_status(struct sequencer *s, const uint8_t *buf, size_t len,
 		return;
 	}
 	s->st.flow_status_received++;
-	if (!(r = flow_table_status(&s->flow.t, &st, from, now, s->published, &changes))) {
+	/* what the tape has carried: a standby knows what is committed */
+	carried = s->state == SEQ_PRIMARY ? s->published : s->commit;
+	if (!(r = flow_table_status(&s->flow.t, &st, from, now, carried, &changes))) {
 		log_ratelimited(&rl_flow, LOG_LVL_WARNING,
 				"flow control: more than %d receivers: %s not counted",
 				FLOW_TABLE_RECEIVERS, st.name);

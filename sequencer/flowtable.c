@@ -31,6 +31,15 @@ static uint64_t rcv_limit(const struct flow_table *t, const struct flow_rcv *r)
 	return r->applied + w < r->applied ? UINT64_MAX : r->applied + w;
 }
 
+/* applied + its whole buffer (the window is 3/4 of it), saturated: how far
+ * the tape may run ahead of a receiver that is not counted */
+static uint64_t rcv_buffer_limit(const struct flow_table *t, const struct flow_rcv *r)
+{
+	uint64_t w = rcv_window(t, r), b = w > UINT64_MAX / 4 ? UINT64_MAX : w + w / 3;
+
+	return r->applied + b < r->applied ? UINT64_MAX : r->applied + b;
+}
+
 /* Whether another receiver of r's partition, heard since `since`, is in
  * step. */
 static int partner_in_step(const struct flow_table *t, const struct flow_rcv *r, uint64_t since)
@@ -54,6 +63,8 @@ static unsigned rcv_step(const struct flow_table *t, struct flow_rcv *r, uint8_t
 	if (flags & FLOW_STATUS_PAUSING) {
 		unsigned c = r->state != FLOW_RCV_PAUSED ? FLOW_PAUSED : 0;
 
+		if (r->state == FLOW_RCV_IN_STEP)
+			r->behind_ns = 0; /* a new catch-up; one under way keeps its clock */
 		r->state = FLOW_RCV_PAUSED;
 		return c;
 	}
@@ -63,10 +74,9 @@ static unsigned rcv_step(const struct flow_table *t, struct flow_rcv *r, uint8_t
 		r->state = FLOW_RCV_IN_STEP;
 		return FLOW_IN_STEP;
 	}
-	if (r->state == FLOW_RCV_PAUSED) { /* back from its pause, still behind */
-		r->state = FLOW_RCV_JOINING;
-		r->behind_ns = now;
-	}
+	r->state = FLOW_RCV_JOINING; /* back from its pause, still behind */
+	if (r->behind_ns == 0)
+		r->behind_ns = now ? now : 1;
 	if (now - r->behind_ns <= t->catchup_ns)
 		return 0;
 	r->state = FLOW_RCV_IN_STEP;
@@ -86,7 +96,7 @@ struct flow_rcv *flow_table_status(struct flow_table *t, const struct flow_statu
 		*changes |= FLOW_JOINED;
 		r->state = FLOW_RCV_JOINING;
 		r->applied = st->applied;
-		r->behind_ns = now;
+		r->behind_ns = now ? now : 1;
 	}
 	memcpy(r->name, st->name, sizeof(r->name));
 	r->partition = st->partition;
@@ -108,10 +118,13 @@ uint64_t flow_table_limit(const struct flow_table *t, uint64_t since)
 		const struct flow_rcv *r = &t->r[i];
 		uint64_t l;
 
-		if (r->heard_ns < since ||
-		    (r->state != FLOW_RCV_IN_STEP && partner_in_step(t, r, since)))
+		if (r->heard_ns < since)
 			continue;
-		if ((l = rcv_limit(t, r)) < limit)
+		/* not counted: only its buffer bounds the tape */
+		l = r->state != FLOW_RCV_IN_STEP && partner_in_step(t, r, since)
+			    ? rcv_buffer_limit(t, r)
+			    : rcv_limit(t, r);
+		if (l < limit)
 			limit = l;
 	}
 	return limit;

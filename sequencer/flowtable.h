@@ -10,14 +10,17 @@
  * does not while another receiver of its partition is in step: the
  * replicas of a partition carry the same executions, so one of them is
  * enough to pace the tape, and waiting for the one that paused would stop
- * the exchange for as long as it takes it to catch up, every snapshot. It
- * is in step again from the status in which its window reaches what the
- * tape has carried (`published`), or once catchup_ns have passed since its
- * first status behind (one slower than its partner would never catch up
- * with a tape paced by the partner: it is waited for again, as before its
- * pause). A receiver in step that falls behind stays counted: that is the
- * slow receiver the limit is for. A partition with no receiver in step
- * counts all of its own. */
+ * the exchange for as long as it takes it to catch up, every snapshot. Its
+ * buffer still bounds the tape (applied + 4/3 of its window, the window
+ * being 3/4 of the buffer): past that the tape waits rather than let its
+ * datagrams drop. It is in step again from the status in which its window
+ * reaches what the tape has carried (`published`), or once catchup_ns have
+ * passed since its first status behind, pauses on the way included (one
+ * slower than its partner would never catch up with a tape paced by the
+ * partner: it is waited for again, as before its pause). A receiver in
+ * step that falls behind stays counted: that is the slow receiver the
+ * limit is for. A partition with no receiver in step counts all of its
+ * own. */
 #ifndef LOCKSTEP_FLOWTABLE_H
 #define LOCKSTEP_FLOWTABLE_H
 
@@ -36,7 +39,7 @@ struct flow_rcv {
 	uint16_t partition;
 	uint8_t state; /* enum flow_rcv_state */
 	uint64_t applied, window, heard_ns;
-	uint64_t behind_ns; /* JOINING: its first status behind */
+	uint64_t behind_ns; /* its first status behind since it was in step (0: none) */
 };
 
 struct flow_table {

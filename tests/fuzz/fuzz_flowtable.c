@@ -2,10 +2,11 @@
  * a script of 16-byte steps: a status from one of 8 receivers in 3
  * partitions (plain or pausing, with its applied seq and window), an
  * expiry, or the tape publishing up to the limit; the clock moves on at
- * each. After every step: the limit is some counted receiver's applied +
- * window and no receiver in step is below it; a pausing status leaves its
- * receiver paused, a plain one leaves it in step or joining behind within
- * catchup_ns; nothing not heard since the expiry stays. Aborts on a broken
+ * each. After every step: the limit equals one computed here from its
+ * definition (a model), and the count of receivers behind is right; a
+ * pausing status leaves its receiver paused, a plain one leaves it in step
+ * or joining behind within catchup_ns, and a late one was behind for longer
+ * than that; nothing not heard since the expiry stays. Aborts on a broken
  * invariant. */
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -27,30 +28,59 @@ static void check(int ok)
 		abort();
 }
 
-static uint64_t limit_of(const struct flow_table *t, const struct flow_rcv *r)
+static uint64_t sat_add(uint64_t a, uint64_t b)
 {
-	uint64_t w = r->window ? r->window : t->window;
-
-	return r->applied + w < r->applied ? UINT64_MAX : r->applied + w;
+	return a + b < a ? UINT64_MAX : a + b;
 }
 
-/* The limit is a counted receiver's, and no receiver in step is below it. */
-static void check_limit(const struct flow_table *t, uint64_t since)
+static uint64_t window_of(const struct flow_table *t, const struct flow_rcv *r)
 {
-	uint64_t limit = flow_table_limit(t, since);
-	int found = limit == UINT64_MAX;
+	return r->window ? r->window : t->window;
+}
 
-	check(t->n <= FLOW_TABLE_RECEIVERS && flow_table_behind(t) <= t->n);
+static uint64_t limit_of(const struct flow_table *t, const struct flow_rcv *r)
+{
+	return sat_add(r->applied, window_of(t, r));
+}
+
+/* The limit, computed here again from the definition (flowtable.h): every
+ * receiver heard since `since` bounds the tape at applied + window when it
+ * counts (in step, or no other receiver of its partition heard since is),
+ * else at applied + 4/3 of its window (its whole buffer). */
+static uint64_t model_limit(const struct flow_table *t, uint64_t since)
+{
+	uint64_t limit = UINT64_MAX;
+
+	if (t->window == 0)
+		return UINT64_MAX;
 	for (unsigned i = 0; i < t->n; i++) {
 		const struct flow_rcv *r = &t->r[i];
+		int partner = 0;
+		uint64_t w = window_of(t, r), l;
 
 		if (r->heard_ns < since)
 			continue;
-		found |= limit_of(t, r) == limit;
-		if (r->state == FLOW_RCV_IN_STEP)
-			check(limit_of(t, r) >= limit);
+		for (unsigned j = 0; j < t->n; j++)
+			partner |= j != i && t->r[j].partition == r->partition &&
+				   t->r[j].state == FLOW_RCV_IN_STEP && t->r[j].heard_ns >= since;
+		l = r->state != FLOW_RCV_IN_STEP && partner
+			    ? sat_add(r->applied, w > UINT64_MAX / 4 ? UINT64_MAX : w + w / 3)
+			    : limit_of(t, r);
+		if (l < limit)
+			limit = l;
 	}
-	check(found);
+	return limit;
+}
+
+static void check_limit(const struct flow_table *t, uint64_t since)
+{
+	unsigned behind = 0;
+
+	check(t->n <= FLOW_TABLE_RECEIVERS);
+	for (unsigned i = 0; i < t->n; i++)
+		behind += t->r[i].state != FLOW_RCV_IN_STEP;
+	check(flow_table_behind(t) == behind);
+	check(flow_table_limit(t, since) == model_limit(t, since));
 }
 
 static void status(struct flow_table *t, const uint8_t *p, uint64_t now, uint64_t published)
@@ -62,9 +92,13 @@ static void status(struct flow_table *t, const uint8_t *p, uint64_t now, uint64_
 	struct sockaddr_in from = { .sin_family = AF_INET,
 				    .sin_port = htons((uint16_t)(9000 + p[0] % 8)) };
 	const struct flow_rcv *r;
+	uint64_t behind_before = 0;
 	unsigned changes;
 
 	snprintf(st.name, sizeof(st.name), "m%u", p[0] % 8);
+	for (unsigned i = 0; i < t->n; i++)
+		if (t->r[i].addr.sin_port == from.sin_port)
+			behind_before = t->r[i].behind_ns;
 	r = flow_table_status(t, &st, &from, now, published, &changes);
 	check(r != NULL);
 	if (st.flags) {
@@ -74,7 +108,10 @@ static void status(struct flow_table *t, const uint8_t *p, uint64_t now, uint64_
 	check(r->state == FLOW_RCV_IN_STEP ||
 	      (r->state == FLOW_RCV_JOINING && limit_of(t, r) < published &&
 	       now - r->behind_ns <= t->catchup_ns));
-	check(!(changes & FLOW_LATE) || (changes & FLOW_IN_STEP));
+	/* late: in step by the clock alone, still behind */
+	check(!(changes & FLOW_LATE) ||
+	      ((changes & FLOW_IN_STEP) && limit_of(t, r) < published &&
+	       now - (behind_before ? behind_before : now) > t->catchup_ns));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
