@@ -15,10 +15,11 @@
  * FLOW_STATUS_INTERVAL_NS while live; the sequencer forgets a receiver it
  * has not heard for its flow_timeout.
  * Flags: FLOW_STATUS_PAUSING says the receiver is about to stop reading for
- * a planned pause (a snapshot): the tape need not wait for it while another
- * receiver of its partition keeps up; it catches up from its kernel buffer
- * (or by retransmission) and is counted again once it is back within its
- * window of the tape. Any other bit is refused. */
+ * a planned pause (a snapshot), or is still catching up after one: the tape
+ * need not wait for it while another receiver of its partition keeps up; it
+ * catches up from its kernel buffer (or by retransmission) and is counted
+ * again once a status without the flag finds it back within its window of
+ * the tape. Any other bit is refused. */
 #ifndef LOCKSTEP_FLOWSTATUS_H
 #define LOCKSTEP_FLOWSTATUS_H
 

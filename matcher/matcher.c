@@ -376,11 +376,16 @@ uint64_t matcher_flow_window(const struct matcher *m)
 
 /* At most once a millisecond, a read of the tape socket is measured: its
  * buffer use before the read (one getsockopt) over the events the read took,
- * when the read emptied the queue. Returns the buffer use, or -1 when this
- * read is not sampled. */
-static int64_t flow_sample_begin(struct matcher *m, int fd)
+ * when the read and the one before it emptied the queue. Returns the buffer
+ * use, or -1 when this read is not sampled. */
+static int64_t flow_sample_begin(struct matcher *m, int fd, enum ab_side side)
 {
-	if (m->now - m->flow_sampled_ns < 1000000)
+	/* only after a read that emptied the queue: while datagrams remain
+	 * queued, the kernel leaves what was read charged to the socket (up
+	 * to a quarter of its buffer, released at once when the queue
+	 * empties), and a sample would count those bytes against the few
+	 * events that remain */
+	if (!m->flow_drained[side] || m->now - m->flow_sampled_ns < 1000000)
 		return -1;
 	m->flow_sampled_ns = m->now;
 	return net_rmem_alloc(fd);
@@ -428,7 +433,9 @@ static void flow_status_send(struct matcher *m, uint64_t now)
 	    (applied - m->flow_sent_applied < every &&
 	     now - m->flow_sent_ns < FLOW_STATUS_INTERVAL_NS))
 		return;
-	flow_status_put(m, now, applied, window, 0);
+	/* still catching up after a pause: not to be waited for while
+	 * another replica keeps up (its buffer still bounds the tape) */
+	flow_status_put(m, now, applied, window, m->resuming ? FLOW_STATUS_PAUSING : 0);
 }
 
 void matcher_flow_pause(struct matcher *m)
@@ -441,8 +448,10 @@ void matcher_flow_pause(struct matcher *m)
 void matcher_resume_begin(struct matcher *m, int prio)
 {
 	if (m->resuming) { /* a pause within a resume: its priority and clock go on */
-		if (prio > 0)
+		if (prio > 0) { /* it had gone back to its priority (resume_check) */
 			m->resume_prio = prio;
+			m->resume_back = 0;
+		}
 		return;
 	}
 	/* alone, or after a day's snapshot (every replica's, at one seq): no
@@ -452,31 +461,42 @@ void matcher_resume_begin(struct matcher *m, int prio)
 		return;
 	}
 	m->resume_prio = prio;
+	m->resume_back = 0;
 	m->resume_skipped_from = m->st.exec_packets_skipped_resuming;
 	m->resuming = 1;
 	m->resume_from_ns = mono_ns();
 }
 
-/* Back to SCHED_FIFO, executions multicast again: the tape sockets are
- * empty (caught_up 1), or MATCHER_RESUME_MAX_NS passed (0: a tape that
- * never drains must not keep the loop off its priority), or the matcher
- * stops (-1: no line). */
+/* The loop back to its SCHED_FIFO priority (if rt_priority had it there),
+ * once. */
+static void resume_back(struct matcher *m)
+{
+	if (!m->resume_back)
+		daemon_pause_end(m->resume_prio);
+	m->resume_back = 1;
+}
+
+/* Executions multicast again, and the loop at its priority: the tape
+ * sockets are empty (caught_up 1), or MATCHER_RESUME_SKIP_MAX_NS passed (0:
+ * a tape that never drains must not keep it from sending for long), or the
+ * matcher stops (-1: no line). */
 static void resume_end(struct matcher *m, uint64_t now, int caught_up)
 {
 	uint64_t skipped = m->st.exec_packets_skipped_resuming - m->resume_skipped_from;
 
 	m->resuming = 0;
 	m->resume_ns = now - m->resume_from_ns;
-	daemon_pause_end(m->resume_prio);
+	resume_back(m);
 	if (caught_up > 0)
 		log_info("snapshot at tape seq %llu: caught up in %.1f ms after the pause (%llu "
 			 "exec packets left to the other replicas)",
 			 (unsigned long long)m->snap_pending, (double)m->resume_ns / 1e6,
 			 (unsigned long long)skipped);
 	else if (caught_up == 0)
-		log_warn("snapshot at tape seq %llu: not caught up %.1f ms after the pause: the "
-			 "loop is back to its priority and multicasts again",
-			 (unsigned long long)m->snap_pending, (double)m->resume_ns / 1e6);
+		log_warn("snapshot at tape seq %llu: not caught up %.1f ms after the pause: it "
+			 "multicasts again (%llu exec packets left to the other replicas)",
+			 (unsigned long long)m->snap_pending, (double)m->resume_ns / 1e6,
+			 (unsigned long long)skipped);
 }
 
 /* Whether the tape sockets (A and B) hold nothing: the backlog of a pause
@@ -489,10 +509,21 @@ static int tape_sockets_empty(const struct matcher *m)
 
 static void resume_check(struct matcher *m, uint64_t now)
 {
-	if (tape_sockets_empty(m))
+	if (tape_sockets_empty(m)) {
 		resume_end(m, now, 1);
-	else if (now - m->resume_from_ns > MATCHER_RESUME_MAX_NS)
+	} else if (now - m->resume_from_ns > MATCHER_RESUME_SKIP_MAX_NS) {
 		resume_end(m, now, 0);
+	} else if (now - m->resume_from_ns > MATCHER_RESUME_MAX_NS && !m->resume_back) {
+		/* the normal scheduler leaves it too little to catch up: its
+		 * priority back, still quiet (a burst of duplicates at
+		 * real-time priority is what the quiet resume avoids) */
+		resume_back(m);
+		if (m->resume_prio > 0)
+			log_notice("snapshot at tape seq %llu: not caught up %.1f ms after the pause: "
+				   "back to its priority, still leaving to the other replicas what "
+				   "they sent", (unsigned long long)m->snap_pending,
+				   (double)(now - m->resume_from_ns) / 1e6);
+	}
 }
 
 /* The end of a wakeup of the tape: held events, the executions, the
@@ -520,12 +551,14 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (int round = 0; round < NET_DRAIN_ROUNDS; round++) {
-		int64_t rmem = answer ? -1 : flow_sample_begin(m, w->fd);
+		int64_t rmem = answer ? -1 : flow_sample_begin(m, w->fd, side);
 
 		n = net_batch_recv_counted(&m->rx, w->fd,
 					   answer ? &m->rxq_req
 					   : side == AB_B ? &m->rxq_tape_b
 							  : &m->rxq_tape);
+		if (!answer)
+			m->flow_drained[side] = n < 0 || (unsigned)n < m->rx.n;
 		if (n <= 0)
 			break;
 		m->now = mono_ns();

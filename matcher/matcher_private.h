@@ -125,6 +125,7 @@ struct matcher {
 	 * events of the tape datagrams of the current read, the last sample */
 	struct flow_cost flow_cost;
 	uint64_t flow_read_events, flow_sampled_ns;
+	int flow_drained[2]; /* by ab_side: the last read emptied the queue */
 	int rcvbuf_granted;
 	uint64_t term; /* highest term seen */
 	uint64_t commit;
@@ -162,8 +163,9 @@ struct matcher {
 	ev_async snap_async;
 	uint64_t snap_stall_ns; /* the last serialization: the loop's pause */
 	/* after it, until the tape socket is drained (matcher_resume_*): the
-	 * SCHED_FIFO priority to go back to, and since when */
-	int resuming, resume_prio;
+	 * SCHED_FIFO priority to go back to, whether it went back already,
+	 * and since when */
+	int resuming, resume_prio, resume_back;
 	uint64_t resume_from_ns, resume_ns; /* resume_ns: the last catch-up's length */
 	uint64_t resume_skipped_from; /* exec_packets_skipped_resuming when it began */
 	uint64_t snap_pending; /* its tape seq */
@@ -237,9 +239,11 @@ uint64_t matcher_flow_window(const struct matcher *m);
 void matcher_flow_pause(struct matcher *m);
 /* After a snapshot's pause (prio: daemon_pause_begin()'s): the replica is
  * behind by what came meanwhile and reads it from its socket. Until the
- * tape sockets are empty (or MATCHER_RESUME_MAX_NS after the first pause)
- * it stays under the normal scheduler (the daemons on the orders' path go
- * first), sends no heartbeat, and multicasts no execution packet answering
+ * tape sockets are empty it stays under the normal scheduler (the daemons
+ * on the orders' path go first; MATCHER_RESUME_MAX_NS after the first pause
+ * it goes back to its priority, for the normal scheduler may leave it too
+ * little to catch up), sends no heartbeat, and (for at most
+ * MATCHER_RESUME_SKIP_MAX_NS) multicasts no execution packet answering
  * a tape seq that another replica of the partition has reported a
  * checkpoint beyond (matcher_checkpoint_peers_high): that one has sent
  * them, and a burst of duplicates would queue in every gateway ahead of the
@@ -251,6 +255,7 @@ void matcher_flow_pause(struct matcher *m);
  * it. */
 void matcher_resume_begin(struct matcher *m, int prio);
 #define MATCHER_RESUME_MAX_NS (2 * 1000000000ull)
+#define MATCHER_RESUME_SKIP_MAX_NS (4 * 1000000000ull)
 
 /* --- exec.c: the execution stream out and its retransmissions --- */
 

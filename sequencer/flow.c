@@ -98,14 +98,37 @@ void seq_flow_tick(struct sequencer *s, uint64_t now)
 	flow_update(s, now);
 }
 
+static const char *const rcv_state_names[] = { "joining behind", "paused", "in step" };
+
+/* Who the tape waits for, as a hold begins (rate-limited). */
+static void flow_log_hold(struct sequencer *s)
+{
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(1, 5);
+	const struct flow_rcv *r;
+	uint64_t limit;
+	int counted;
+
+	if (s->state != SEQ_PRIMARY ||
+	    !(r = flow_table_bound(&s->flow.t, flow_since(s, mono_ns()), &limit, &counted)))
+		return;
+	log_ratelimited(&rl, LOG_LVL_NOTICE,
+			"flow control: the tape waits at seq %llu for receiver %s (%s, %s, "
+			"applied %llu, window %llu)",
+			(unsigned long long)limit, r->name, rcv_state_names[r->state],
+			counted ? "counted" : "not counted: its buffer", (unsigned long long)r->applied,
+			(unsigned long long)(r->window ? r->window : s->flow.t.window));
+}
+
 uint64_t seq_flow_cap(struct sequencer *s, uint64_t to)
 {
 	if (to <= s->flow.limit) {
 		s->flow.holding = 0;
 		return to;
 	}
-	if (!s->flow.holding && s->published < to)
+	if (!s->flow.holding && s->published < to) {
 		s->st.flow_holds++;
+		flow_log_hold(s);
+	}
 	s->flow.holding = 1;
 	return s->flow.limit;
 }

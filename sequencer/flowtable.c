@@ -108,25 +108,47 @@ struct flow_rcv *flow_table_status(struct flow_table *t, const struct flow_statu
 	return r;
 }
 
-uint64_t flow_table_limit(const struct flow_table *t, uint64_t since)
+/* Receiver r's bound on the tape; *counted: whether it is waited for. */
+static uint64_t rcv_bound(const struct flow_table *t, const struct flow_rcv *r, uint64_t since,
+			  int *counted)
 {
-	uint64_t limit = UINT64_MAX;
+	/* not counted: only its buffer bounds the tape */
+	*counted = !(r->state != FLOW_RCV_IN_STEP && partner_in_step(t, r, since));
+	return *counted ? rcv_limit(t, r) : rcv_buffer_limit(t, r);
+}
 
+const struct flow_rcv *flow_table_bound(const struct flow_table *t, uint64_t since,
+					uint64_t *limit, int *counted)
+{
+	const struct flow_rcv *who = NULL;
+
+	*limit = UINT64_MAX;
+	*counted = 0;
 	if (t->window == 0)
-		return UINT64_MAX;
+		return NULL;
 	for (unsigned i = 0; i < t->n; i++) {
 		const struct flow_rcv *r = &t->r[i];
 		uint64_t l;
+		int c;
 
 		if (r->heard_ns < since)
 			continue;
-		/* not counted: only its buffer bounds the tape */
-		l = r->state != FLOW_RCV_IN_STEP && partner_in_step(t, r, since)
-			    ? rcv_buffer_limit(t, r)
-			    : rcv_limit(t, r);
-		if (l < limit)
-			limit = l;
+		l = rcv_bound(t, r, since, &c);
+		if (l < *limit) {
+			*limit = l;
+			*counted = c;
+			who = r;
+		}
 	}
+	return who;
+}
+
+uint64_t flow_table_limit(const struct flow_table *t, uint64_t since)
+{
+	uint64_t limit;
+	int counted;
+
+	flow_table_bound(t, since, &limit, &counted);
 	return limit;
 }
 

@@ -66,6 +66,10 @@ struct flow_rcv *flow_table_status(struct flow_table *t, const struct flow_statu
 /* The limit from the receivers heard since `since`: UINT64_MAX when none
  * counts, or the table's window is 0. */
 uint64_t flow_table_limit(const struct flow_table *t, uint64_t since);
+/* The receiver that sets that limit (NULL: none), the limit, and whether
+ * the receiver is counted (else only its buffer bounds the tape). */
+const struct flow_rcv *flow_table_bound(const struct flow_table *t, uint64_t since,
+					uint64_t *limit, int *counted);
 /* Forgets the receivers not heard since `since` (keeping the order),
  * calling forgot() for each first. */
 void flow_table_expire(struct flow_table *t, uint64_t since,

@@ -158,6 +158,38 @@ START_TEST(table_pause)
 }
 END_TEST
 
+/* A replica forgotten during a long pause comes back flagged while it
+ * catches up: not counted, even within its window, until a status without
+ * the flag; flow_table_bound names who sets the limit, and whether it is
+ * waited for or only its buffer bounds the tape. */
+START_TEST(table_resume_flagged)
+{
+	static struct flow_table t = { .window = 1000, .catchup_ns = 1000 };
+	const struct flow_rcv *r;
+	uint64_t limit;
+	int counted;
+
+	ck_assert_uint_eq(hear(&t, 1, 0, 900, 0, 10, 1000), FLOW_JOINED | FLOW_IN_STEP);
+	ck_assert_uint_eq(hear(&t, 2, 0, 100, FLOW_STATUS_PAUSING, 20, 1000),
+			  FLOW_JOINED | FLOW_PAUSED);
+	ck_assert_uint_eq(flow_table_behind(&t), 1);
+	/* counted, it would hold the tape at 100 + 1000 */
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 100 + 1333);
+	r = flow_table_bound(&t, 0, &limit, &counted);
+	ck_assert_str_eq(r->name, "m2");
+	ck_assert_uint_eq(limit, 100 + 1333);
+	ck_assert_int_eq(counted, 0);
+	ck_assert_uint_eq(hear(&t, 2, 0, 950, 0, 30, 1433), FLOW_IN_STEP);
+	ck_assert_uint_eq(flow_table_limit(&t, 0), 1900);
+	r = flow_table_bound(&t, 0, &limit, &counted);
+	ck_assert_str_eq(r->name, "m1");
+	ck_assert_int_eq(counted, 1);
+	/* none heard lately: nobody bounds */
+	ck_assert_ptr_null(flow_table_bound(&t, 100, &limit, &counted));
+	ck_assert_uint_eq(limit, UINT64_MAX);
+}
+END_TEST
+
 /* A receiver in step that falls behind stays counted (the slow receiver
  * the limit is for); one alone in its partition is counted even paused
  * or behind, and so is one whose partner was not heard lately. */
@@ -260,6 +292,7 @@ int main(void)
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, cost);
 	tcase_add_test(tc, table_pause);
+	tcase_add_test(tc, table_resume_flagged);
 	tcase_add_test(tc, table_counted);
 	tcase_add_test(tc, table_rejoin);
 	tcase_add_test(tc, table_late);
