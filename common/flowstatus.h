@@ -19,7 +19,8 @@
  * need not wait for it while another receiver of its partition keeps up; it
  * catches up from its kernel buffer (or by retransmission) and is counted
  * again once a status without the flag finds it back within its window of
- * the tape. Any other bit is refused. */
+ * the tape, or behind for too long (flowtable.h). Any other bit is
+ * refused. */
 #ifndef LOCKSTEP_FLOWSTATUS_H
 #define LOCKSTEP_FLOWSTATUS_H
 

@@ -361,6 +361,8 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 	m->heard = 1;
 	if (p.kind == MOLD_DATA)
 		m->flow_read_events += p.count;
+	else
+		m->flow_read_other++; /* a heartbeat costs buffer for no event */
 	fresh = ab_first_before(m->tape_rx);
 	rx_packet(m->tape_rx, &p, m->now);
 	ab_first_after(&m->tape_first, m->tape_rx, side, fresh);
@@ -393,7 +395,7 @@ static int64_t flow_sample_begin(struct matcher *m, int fd, enum ab_side side)
 
 static void flow_sample_end(struct matcher *m, int64_t rmem, int n)
 {
-	if (rmem > 0 && n >= 0 && (unsigned)n < m->rx.n)
+	if (rmem > 0 && n >= 0 && (unsigned)n < m->rx.n && m->flow_read_other == 0)
 		flow_cost_sample(&m->flow_cost, (uint64_t)rmem, m->flow_read_events);
 }
 
@@ -499,30 +501,38 @@ static void resume_end(struct matcher *m, uint64_t now, int caught_up)
 			 (unsigned long long)skipped);
 }
 
-/* Whether the tape sockets (A and B) hold nothing: the backlog of a pause
- * is read. A getsockopt each, while resuming only. */
-static int tape_sockets_empty(const struct matcher *m)
+/* The larger buffer use of the tape sockets (A and B): 0 once the backlog
+ * of a pause is read. A getsockopt each, while resuming only. */
+static int64_t tape_sockets_use(const struct matcher *m)
 {
-	return net_rmem_alloc(m->tape_fd) <= 0 &&
-	       (m->tape_b_fd < 0 || net_rmem_alloc(m->tape_b_fd) <= 0);
+	int64_t a = net_rmem_alloc(m->tape_fd), b = m->tape_b_fd < 0 ? 0 : net_rmem_alloc(m->tape_b_fd);
+
+	return a > b ? a : b;
 }
 
 static void resume_check(struct matcher *m, uint64_t now)
 {
-	if (tape_sockets_empty(m)) {
+	int64_t use = tape_sockets_use(m);
+	uint64_t took = now - m->resume_from_ns;
+	/* half the buffer: what the kernel still charges for datagrams read
+	 * (up to a quarter, until the queue empties) and the tape the
+	 * sequencer lets run ahead of an uncounted replica must still fit */
+	int half = m->rcvbuf_granted > 0 && use > m->rcvbuf_granted / 2;
+
+	if (use <= 0) {
 		resume_end(m, now, 1);
-	} else if (now - m->resume_from_ns > MATCHER_RESUME_SKIP_MAX_NS) {
+	} else if (took > MATCHER_RESUME_SKIP_MAX_NS) {
 		resume_end(m, now, 0);
-	} else if (now - m->resume_from_ns > MATCHER_RESUME_MAX_NS && !m->resume_back) {
+	} else if ((half || took > MATCHER_RESUME_MAX_NS) && !m->resume_back) {
 		/* the normal scheduler leaves it too little to catch up: its
 		 * priority back, still quiet (a burst of duplicates at
 		 * real-time priority is what the quiet resume avoids) */
 		resume_back(m);
 		if (m->resume_prio > 0)
-			log_notice("snapshot at tape seq %llu: not caught up %.1f ms after the pause: "
-				   "back to its priority, still leaving to the other replicas what "
-				   "they sent", (unsigned long long)m->snap_pending,
-				   (double)(now - m->resume_from_ns) / 1e6);
+			log_notice("snapshot at tape seq %llu: not caught up %.1f ms after the pause "
+				   "(%s): back to its priority, still leaving to the other replicas "
+				   "what they sent", (unsigned long long)m->snap_pending,
+				   (double)took / 1e6, half ? "its tape buffer half full" : "2 s");
 	}
 }
 
@@ -557,12 +567,12 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 					   answer ? &m->rxq_req
 					   : side == AB_B ? &m->rxq_tape_b
 							  : &m->rxq_tape);
-		if (!answer)
-			m->flow_drained[side] = n < 0 || (unsigned)n < m->rx.n;
+		if (!answer) /* (0: EAGAIN, or EINTR: not known to be empty) */
+			m->flow_drained[side] = n > 0 && (unsigned)n < m->rx.n;
 		if (n <= 0)
 			break;
 		m->now = mono_ns();
-		m->flow_read_events = 0;
+		m->flow_read_events = m->flow_read_other = 0;
 		for (int i = 0; i < n; i++)
 			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer,
 				       side, &m->rx.addrs[i]);

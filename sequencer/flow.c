@@ -37,7 +37,8 @@ static void flow_update(struct sequencer *s, uint64_t now)
 {
 	uint64_t old = s->flow.limit;
 
-	s->flow.limit = flow_table_limit(&s->flow.t, flow_since(s, now));
+	s->flow.since = flow_since(s, now);
+	s->flow.limit = flow_table_limit(&s->flow.t, s->flow.since);
 	if (s->flow.limit > old && s->state == SEQ_PRIMARY && s->published < s->commit)
 		seq_tape_publish(s, s->published + 1, s->commit);
 }
@@ -79,7 +80,7 @@ void seq_flow_status(struct sequencer *s, const uint8_t *buf, size_t len,
 	if (changes & FLOW_JOINED)
 		log_notice("flow control: receiver %s (partition %u) at tape seq %llu", r->name,
 			   (unsigned)r->partition, (unsigned long long)r->applied);
-	if (changes & FLOW_PAUSED)
+	if ((changes & FLOW_PAUSED) && !(changes & FLOW_JOINED)) /* (a rejoin, flagged) */
 		s->st.flow_receiver_pauses++;
 	if (s->state == SEQ_PRIMARY) /* a standby's `published` says nothing */
 		flow_log_step(s, r, changes);
@@ -103,20 +104,19 @@ static const char *const rcv_state_names[] = { "joining behind", "paused", "in s
 /* Who the tape waits for, as a hold begins (rate-limited). */
 static void flow_log_hold(struct sequencer *s)
 {
-	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(1, 5);
+	static struct log_ratelimit rl = LOG_RATELIMIT_INIT(1, 1);
 	const struct flow_rcv *r;
 	uint64_t limit;
 	int counted;
 
-	if (s->state != SEQ_PRIMARY ||
-	    !(r = flow_table_bound(&s->flow.t, flow_since(s, mono_ns()), &limit, &counted)))
+	if (s->state != SEQ_PRIMARY || !log_ratelimit_ok(&rl, LOG_LVL_NOTICE) ||
+	    !(r = flow_table_bound(&s->flow.t, s->flow.since, &limit, &counted)))
 		return;
-	log_ratelimited(&rl, LOG_LVL_NOTICE,
-			"flow control: the tape waits at seq %llu for receiver %s (%s, %s, "
-			"applied %llu, window %llu)",
-			(unsigned long long)limit, r->name, rcv_state_names[r->state],
-			counted ? "counted" : "not counted: its buffer", (unsigned long long)r->applied,
-			(unsigned long long)(r->window ? r->window : s->flow.t.window));
+	log_notice("flow control: the tape waits at seq %llu for receiver %s (%s, %s, applied "
+		   "%llu, window %llu)",
+		   (unsigned long long)s->flow.limit, r->name, rcv_state_names[r->state],
+		   counted ? "counted" : "not counted: its buffer", (unsigned long long)r->applied,
+		   (unsigned long long)(r->window ? r->window : s->flow.t.window));
 }
 
 uint64_t seq_flow_cap(struct sequencer *s, uint64_t to)

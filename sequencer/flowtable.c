@@ -65,6 +65,8 @@ static unsigned rcv_step(const struct flow_table *t, struct flow_rcv *r, uint8_t
 
 		if (r->state == FLOW_RCV_IN_STEP)
 			r->behind_ns = 0; /* a new catch-up; one under way keeps its clock */
+		else if (r->behind_ns == 0 && rcv_limit(t, r) < published)
+			r->behind_ns = now ? now : 1; /* catching up, flagged: the clock runs */
 		r->state = FLOW_RCV_PAUSED;
 		return c;
 	}

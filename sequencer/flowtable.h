@@ -6,16 +6,20 @@
  * The limit is min(applied + window) over the receivers that count, heard
  * since a given time. A receiver in step counts. One that has just joined
  * (or come back after being forgotten) behind what the tape has carried,
- * or that announced a planned pause (FLOW_STATUS_PAUSING: a snapshot),
- * does not while another receiver of its partition is in step: the
+ * or that announced a planned pause (FLOW_STATUS_PAUSING: a snapshot, and
+ * every status while it catches up after it), does not while another
+ * receiver of its partition is in step: the
  * replicas of a partition carry the same executions, so one of them is
  * enough to pace the tape, and waiting for the one that paused would stop
  * the exchange for as long as it takes it to catch up, every snapshot. Its
  * buffer still bounds the tape (applied + 4/3 of its window, the window
  * being 3/4 of the buffer): past that the tape waits rather than let its
- * datagrams drop. It is in step again from the status in which its window
- * reaches what the tape has carried (`published`), or once catchup_ns have
- * passed since its first status behind, pauses on the way included (one
+ * datagrams drop (the matcher keeps that buffer half empty while it
+ * catches up: the kernel charges read datagrams until the queue empties).
+ * It is in step again from the first status without the flag in which its
+ * window reaches what the tape has carried (`published`), or once
+ * catchup_ns have passed since its first status behind, pauses and flagged
+ * statuses on the way included (one
  * slower than its partner would never catch up with a tape paced by the
  * partner: it is waited for again, as before its pause). A receiver in
  * step that falls behind stays counted: that is the slow receiver the

@@ -71,6 +71,7 @@ extern const enum journal_fsync seq_fsync_modes[];
 struct seq_flow {
 	struct flow_table t;
 	uint64_t limit; /* the highest seq the tape may carry; UINT64_MAX: none */
+	uint64_t since; /* the receivers it counts were heard since then */
 	int holding; /* the last publish stopped at the limit */
 };
 

@@ -190,6 +190,25 @@ START_TEST(table_resume_flagged)
 }
 END_TEST
 
+/* Flagged statuses from a replica behind run its catch-up clock: it stays
+ * uncounted while flagged, and its first status without the flag, past
+ * catchup_ns, counts it again at once (late). */
+START_TEST(table_resume_clock)
+{
+	static struct flow_table t = { .window = 1000, .catchup_ns = 1000 };
+
+	hear(&t, 1, 0, 100, 0, 10, 100);
+	hear(&t, 2, 0, 100, 0, 10, 100);
+	ck_assert_uint_eq(hear(&t, 2, 0, 100, FLOW_STATUS_PAUSING, 20, 100), FLOW_PAUSED);
+	ck_assert_uint_eq(t.r[1].behind_ns, 0); /* in step when it paused */
+	ck_assert_uint_eq(hear(&t, 2, 0, 200, FLOW_STATUS_PAUSING, 30, 2000), 0);
+	ck_assert_uint_eq(t.r[1].behind_ns, 30); /* behind: the clock runs */
+	ck_assert_uint_eq(hear(&t, 2, 0, 300, FLOW_STATUS_PAUSING, 2000, 3000), 0);
+	ck_assert_uint_eq(t.r[1].state, FLOW_RCV_PAUSED); /* flagged: never late */
+	ck_assert_uint_eq(hear(&t, 2, 0, 400, 0, 2010, 3000), FLOW_IN_STEP | FLOW_LATE);
+}
+END_TEST
+
 /* A receiver in step that falls behind stays counted (the slow receiver
  * the limit is for); one alone in its partition is counted even paused
  * or behind, and so is one whose partner was not heard lately. */
@@ -293,6 +312,7 @@ int main(void)
 	tcase_add_test(tc, cost);
 	tcase_add_test(tc, table_pause);
 	tcase_add_test(tc, table_resume_flagged);
+	tcase_add_test(tc, table_resume_clock);
 	tcase_add_test(tc, table_counted);
 	tcase_add_test(tc, table_rejoin);
 	tcase_add_test(tc, table_late);

@@ -81,6 +81,16 @@ static void check_limit(const struct flow_table *t, uint64_t since)
 		behind += t->r[i].state != FLOW_RCV_IN_STEP;
 	check(flow_table_behind(t) == behind);
 	check(flow_table_limit(t, since) == model_limit(t, since));
+	{ /* who sets it: a receiver heard since, whose own bound it is */
+		uint64_t l;
+		int counted;
+		const struct flow_rcv *r = flow_table_bound(t, since, &l, &counted);
+
+		check(l == model_limit(t, since));
+		check((r == NULL) == (l == UINT64_MAX));
+		check(!r || (r->heard_ns >= since && r >= t->r && r < t->r + t->n));
+		check(!r || counted || r->state != FLOW_RCV_IN_STEP);
+	}
 }
 
 static void status(struct flow_table *t, const uint8_t *p, uint64_t now, uint64_t published)
