@@ -325,6 +325,8 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 	struct mold_packet p;
 	int err;
 
+	if (!answer) /* buffer that held no event, unless data (below) */
+		m->flow_read_other++;
 	/* the loss generator after the check: it draws on the packet as built */
 	if (auth_node_check(AUTH_TAPE, buf, &len, 0, from) < 0 ||
 	    rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
@@ -359,10 +361,10 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 		return;
 	}
 	m->heard = 1;
-	if (p.kind == MOLD_DATA)
+	if (p.kind == MOLD_DATA) {
 		m->flow_read_events += p.count;
-	else
-		m->flow_read_other++; /* a heartbeat costs buffer for no event */
+		m->flow_read_other--;
+	}
 	fresh = ab_first_before(m->tape_rx);
 	rx_packet(m->tape_rx, &p, m->now);
 	ab_first_after(&m->tape_first, m->tape_rx, side, fresh);
@@ -567,8 +569,8 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 					   answer ? &m->rxq_req
 					   : side == AB_B ? &m->rxq_tape_b
 							  : &m->rxq_tape);
-		if (!answer) /* (0: EAGAIN, or EINTR: not known to be empty) */
-			m->flow_drained[side] = n > 0 && (unsigned)n < m->rx.n;
+		if (!answer) /* (0: EAGAIN, empty; EINTR cannot stop a read that does not wait) */
+			m->flow_drained[side] = n >= 0 && (unsigned)n < m->rx.n;
 		if (n <= 0)
 			break;
 		m->now = mono_ns();

@@ -240,9 +240,10 @@ void matcher_flow_pause(struct matcher *m);
 /* After a snapshot's pause (prio: daemon_pause_begin()'s): the replica is
  * behind by what came meanwhile and reads it from its socket. Until the
  * tape sockets are empty it stays under the normal scheduler (the daemons
- * on the orders' path go first; MATCHER_RESUME_MAX_NS after the first pause
- * it goes back to its priority, for the normal scheduler may leave it too
- * little to catch up), sends no heartbeat, and (for at most
+ * on the orders' path go first; MATCHER_RESUME_MAX_NS after the first pause,
+ * or once its tape buffer is half full, it goes back to its priority, for
+ * the normal scheduler may leave it too little to catch up), its flow
+ * statuses keep FLOW_STATUS_PAUSING, it sends no heartbeat, and (for at most
  * MATCHER_RESUME_SKIP_MAX_NS) multicasts no execution packet answering
  * a tape seq that another replica of the partition has reported a
  * checkpoint beyond (matcher_checkpoint_peers_high): that one has sent

@@ -14,8 +14,9 @@
  * the exchange for as long as it takes it to catch up, every snapshot. Its
  * buffer still bounds the tape (applied + 4/3 of its window, the window
  * being 3/4 of the buffer): past that the tape waits rather than let its
- * datagrams drop (the matcher keeps that buffer half empty while it
- * catches up: the kernel charges read datagrams until the queue empties).
+ * datagrams drop (the matcher reads at its full priority once that buffer
+ * is half full: the kernel charges read datagrams until the queue empties,
+ * up to a quarter of the buffer, and that must fit too).
  * It is in step again from the first status without the flag in which its
  * window reaches what the tape has carried (`published`), or once
  * catchup_ns have passed since its first status behind, pauses and flagged

@@ -47,6 +47,21 @@ static uint64_t limit_of(const struct flow_table *t, const struct flow_rcv *r)
  * receiver heard since `since` bounds the tape at applied + window when it
  * counts (in step, or no other receiver of its partition heard since is),
  * else at applied + 4/3 of its window (its whole buffer). */
+/* Receiver i's own bound, and whether it counts. */
+static uint64_t model_bound(const struct flow_table *t, unsigned i, uint64_t since, int *counted)
+{
+	const struct flow_rcv *r = &t->r[i];
+	int partner = 0;
+	uint64_t w = window_of(t, r);
+
+	for (unsigned j = 0; j < t->n; j++)
+		partner |= j != i && t->r[j].partition == r->partition &&
+			   t->r[j].state == FLOW_RCV_IN_STEP && t->r[j].heard_ns >= since;
+	*counted = !(r->state != FLOW_RCV_IN_STEP && partner);
+	return *counted ? limit_of(t, r)
+			: sat_add(r->applied, w > UINT64_MAX / 4 ? UINT64_MAX : w + w / 3);
+}
+
 static uint64_t model_limit(const struct flow_table *t, uint64_t since)
 {
 	uint64_t limit = UINT64_MAX;
@@ -54,18 +69,12 @@ static uint64_t model_limit(const struct flow_table *t, uint64_t since)
 	if (t->window == 0)
 		return UINT64_MAX;
 	for (unsigned i = 0; i < t->n; i++) {
-		const struct flow_rcv *r = &t->r[i];
-		int partner = 0;
-		uint64_t w = window_of(t, r), l;
+		int counted;
+		uint64_t l;
 
-		if (r->heard_ns < since)
+		if (t->r[i].heard_ns < since)
 			continue;
-		for (unsigned j = 0; j < t->n; j++)
-			partner |= j != i && t->r[j].partition == r->partition &&
-				   t->r[j].state == FLOW_RCV_IN_STEP && t->r[j].heard_ns >= since;
-		l = r->state != FLOW_RCV_IN_STEP && partner
-			    ? sat_add(r->applied, w > UINT64_MAX / 4 ? UINT64_MAX : w + w / 3)
-			    : limit_of(t, r);
+		l = model_bound(t, i, since, &counted);
 		if (l < limit)
 			limit = l;
 	}
@@ -89,7 +98,12 @@ static void check_limit(const struct flow_table *t, uint64_t since)
 		check(l == model_limit(t, since));
 		check((r == NULL) == (l == UINT64_MAX));
 		check(!r || (r->heard_ns >= since && r >= t->r && r < t->r + t->n));
-		check(!r || counted || r->state != FLOW_RCV_IN_STEP);
+		if (r) {
+			int mc;
+
+			check(model_bound(t, (unsigned)(r - t->r), since, &mc) == l);
+			check(mc == counted);
+		}
 	}
 }
 
