@@ -325,8 +325,6 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 	struct mold_packet p;
 	int err;
 
-	if (!answer) /* buffer that held no event, unless data (below) */
-		m->flow_read_other++;
 	/* the loss generator after the check: it draws on the packet as built */
 	if (auth_node_check(AUTH_TAPE, buf, &len, 0, from) < 0 ||
 	    rx_drop(answer ? &m->drop_req : &m->drop_tape, buf, len))
@@ -363,7 +361,7 @@ static void on_tape_packet(struct matcher *m, uint8_t *buf, size_t len, int answ
 	m->heard = 1;
 	if (p.kind == MOLD_DATA) {
 		m->flow_read_events += p.count;
-		m->flow_read_other--;
+		m->flow_read_data++;
 	}
 	fresh = ab_first_before(m->tape_rx);
 	rx_packet(m->tape_rx, &p, m->now);
@@ -397,7 +395,9 @@ static int64_t flow_sample_begin(struct matcher *m, int fd, enum ab_side side)
 
 static void flow_sample_end(struct matcher *m, int64_t rmem, int n)
 {
-	if (rmem > 0 && n >= 0 && (unsigned)n < m->rx.n && m->flow_read_other == 0)
+	/* every datagram read held events: a heartbeat, or one dropped (bad
+	 * auth, malformed, the loss generator), took buffer for none */
+	if (rmem > 0 && n >= 0 && (unsigned)n < m->rx.n && m->flow_read_data == (uint64_t)n)
 		flow_cost_sample(&m->flow_cost, (uint64_t)rmem, m->flow_read_events);
 }
 
@@ -574,7 +574,7 @@ static void on_tape(struct ev_loop *loop, ev_io *w, int revents)
 		if (n <= 0)
 			break;
 		m->now = mono_ns();
-		m->flow_read_events = m->flow_read_other = 0;
+		m->flow_read_events = m->flow_read_data = 0;
 		for (int i = 0; i < n; i++)
 			on_tape_packet(m, net_batch_slot(&m->rx, (unsigned)i), m->rx.lens[i], answer,
 				       side, &m->rx.addrs[i]);

@@ -124,7 +124,7 @@ struct matcher {
 	/* what an event costs in the tape socket's buffer (flowstatus.h): the
 	 * events of the tape datagrams of the current read, the last sample */
 	struct flow_cost flow_cost;
-	uint64_t flow_read_events, flow_read_other, flow_sampled_ns;
+	uint64_t flow_read_events, flow_read_data, flow_sampled_ns; /* data: its datagrams */
 	int flow_drained[2]; /* by ab_side: the last read emptied the queue */
 	int rcvbuf_granted;
 	uint64_t term; /* highest term seen */
